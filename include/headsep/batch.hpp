@@ -1,0 +1,97 @@
+// headsep — the data model: reports as spans of tokens, structure of arrays.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headsep {
+
+/// What a report source produces, known once it is opened.
+struct Schema {
+  std::vector<std::string> feature_names;   ///< numeric feature columns, index = ReportBatch::features
+  std::vector<std::string> scenario_names;  ///< may grow while streaming; batches refer to it by index
+  std::uint32_t given_heads = 0;            ///< N when the data itself carries single + N head weights
+};
+
+/// A chunk of reports in structure-of-arrays form.
+///
+/// Report r owns tokens [token_offset[r], token_offset[r+1]). Every report of a batch is
+/// evaluated under the same scenario list (`scenarios`); a source starts a new batch when the
+/// list changes, so the engine can weight and reduce a whole batch per scenario.
+struct ReportBatch {
+  std::uint64_t first_report = 0;                ///< global index of report 0 (stable across chunking)
+  std::vector<std::uint64_t> token_offset{0};    ///< n_reports + 1 entries
+  std::vector<std::vector<double>> features;     ///< [feature][token]
+  std::vector<std::string> report_ids;           ///< [report]; empty = synthetic ids "#<index>"
+  std::vector<std::string> token_names;          ///< [token]; empty = unnamed tokens
+  std::vector<std::uint32_t> scenarios;          ///< Schema::scenario_names indices, output order; empty = the weighting's own
+  /// Weights carried by the data: given_weights[j * (heads + 1) + h][token] for scenarios[j],
+  /// h = 0 the single-head baseline, 1..heads the heads. Empty when the source has none.
+  std::vector<std::vector<double>> given_weights;
+  std::uint64_t source_rows = 0;                 ///< input rows that produced this batch (for the seed header)
+
+  std::size_t n_reports() const noexcept { return token_offset.size() - 1; }
+  std::size_t n_tokens() const noexcept { return static_cast<std::size_t>(token_offset.back()); }
+  std::size_t report_length(std::size_t r) const noexcept {
+    return static_cast<std::size_t>(token_offset[r + 1] - token_offset[r]);
+  }
+  /// Id shown to users: the data's id, or "#<global index>" for synthetic sets.
+  std::string report_id(std::size_t r) const {
+    return report_ids.empty() ? "#" + std::to_string(first_report + r) : report_ids[r];
+  }
+  void clear() {
+    first_report = 0;
+    token_offset.assign(1, 0);
+    for (auto& f : features) f.clear();
+    report_ids.clear();
+    token_names.clear();
+    scenarios.clear();
+    for (auto& g : given_weights) g.clear();
+    source_rows = 0;
+  }
+};
+
+/// Weights of one scenario over a batch: row 0 is the single-head baseline, rows 1..heads the
+/// heads, each a contiguous array over the batch's tokens (so kernels stream them).
+/// Per-query attention (every token a query with its own row) uses layout per_query, where
+/// row h holds, per report r of length n, an n x n block at query_offset[r] (query-major).
+struct WeightBlock {
+  enum class Layout : std::uint8_t { per_token, per_query };
+  Layout layout = Layout::per_token;
+  std::uint32_t heads = 0;
+  std::vector<std::vector<double>> rows;         ///< [heads + 1][token] (per_token)
+  std::vector<std::uint64_t> query_offset;       ///< per_query only: n_reports + 1
+
+  void resize(std::uint32_t n_heads, std::size_t n_tokens) {
+    heads = n_heads;
+    rows.resize(n_heads + 1);
+    for (auto& r : rows) r.assign(n_tokens, 0.0);
+  }
+};
+
+/// Number of head pairs (i < j) among n heads.
+constexpr std::size_t pair_count(std::size_t heads) noexcept { return heads * (heads - (heads > 0)) / 2; }
+
+/// Metrics of one scenario over a batch, structure of arrays over reports.
+struct MetricBlock {
+  std::uint32_t heads = 0, axes = 0;
+  std::size_t n = 0;
+  std::vector<double> context;     ///< [(h * axes + c) * n + r], h = 0 the single-head baseline
+  std::vector<double> difference;  ///< [((h - 1) * axes + c) * n + r], head h minus single
+  std::vector<double> pairwise;    ///< [p * n + r], pairs (1,2), (1,3), ..., (N-1,N)
+  std::vector<double> separation;  ///< [r]: the single distance for N = 2, mean of pairs for N > 2, 0 for N = 1
+
+  void resize(std::uint32_t n_heads, std::uint32_t n_axes, std::size_t n_reports) {
+    heads = n_heads, axes = n_axes, n = n_reports;
+    context.resize(std::size_t(n_heads + 1) * n_axes * n_reports);
+    difference.resize(std::size_t(n_heads) * n_axes * n_reports);
+    pairwise.resize(pair_count(n_heads) * n_reports);
+    separation.resize(n_reports);
+  }
+  double ctx(std::uint32_t h, std::uint32_t c, std::size_t r) const { return context[(std::size_t(h) * axes + c) * n + r]; }
+  double diff(std::uint32_t h, std::uint32_t c, std::size_t r) const { return difference[(std::size_t(h - 1) * axes + c) * n + r]; }
+  double pair(std::size_t p, std::size_t r) const { return pairwise[p * n + r]; }
+};
+
+}  // namespace headsep

@@ -1,0 +1,55 @@
+// headsep — where reports come from (scenario generators) and how tokens are weighted.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "headsep/batch.hpp"
+
+namespace headsep {
+
+/// A stream of report batches. Implemented in the core (CSV) and by scenario-generator plugins.
+class ReportSource {
+ public:
+  virtual ~ReportSource() = default;
+  virtual const Schema& schema() const = 0;
+  /// Fills `batch` (cleared first) with up to max_reports reports; fewer when the scenario list
+  /// changes or the stream ends. Returns false when no report is left.
+  virtual bool next(ReportBatch& batch, std::size_t max_reports) = 0;
+  /// Input rows read so far, all reports included (the seed header's csv_rows); 0 if not row-based.
+  virtual std::uint64_t rows_read() const { return 0; }
+};
+
+/// Fills the weights of the single-head baseline and every head. Implemented in the core (table)
+/// and by weighting-scheme plugins. weights() may be called from several threads at once.
+class Weighting {
+ public:
+  virtual ~Weighting() = default;
+  virtual std::uint32_t heads() const = 0;
+  /// Scenarios this scheme defines itself (head designs), applied to every report.
+  /// Empty: the scheme evaluates the scenarios the data names (ReportBatch::scenarios).
+  virtual std::vector<std::string> own_scenarios() const { return {}; }
+  /// Fills `out` (already sized heads+1 x n_tokens) for the batch under one scenario:
+  /// `slot` indexes batch.scenarios (or own_scenarios() when the scheme has its own).
+  virtual void weights(const ReportBatch& batch, std::uint32_t slot, WeightBlock& out) const = 0;
+};
+
+struct CsvSourceOptions {
+  std::string path;                    ///< "-" = standard input
+  std::string_view bytes;              ///< when set, read these bytes instead; `path` names them in messages
+  std::vector<std::string> features;   ///< numeric columns to read (those the axes use)
+  std::vector<std::string> reports;    ///< report ids to keep; empty = all
+  bool weights = true;                 ///< read single_weight / headK_weight columns
+};
+
+/// The seed-schema CSV reader: report_id, scenario, token, feature columns, single_weight,
+/// head1_weight..headN_weight, in any column order. Streams: rows of one report must be
+/// contiguous; memory holds one batch.
+std::unique_ptr<ReportSource> open_csv_source(const CsvSourceOptions& options);
+
+/// Weights read from the data (single_weight, headK_weight columns).
+std::unique_ptr<Weighting> make_table_weighting(std::uint32_t heads);
+
+}  // namespace headsep

@@ -1,0 +1,147 @@
+#pragma once
+/// @file
+/// @brief Mergeable one-pass summaries (moments, quantiles, histograms, top-k) for per-scenario
+/// aggregation. Each worker thread fills its own accumulators; the partial results are merged in
+/// a fixed (chunk) order, so the final summary does not depend on thread scheduling.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+namespace headsep {
+
+/// @brief Count, mean, population variance, min and max without storing values, so summaries of
+/// millions of reports cost O(1) memory. Welford updates avoid the cancellation that
+/// sum/sum-of-squares suffers on metrics with a large mean; Chan's pairwise formula merges
+/// per-thread partials. Merging in a fixed order gives bit-identical results run to run.
+class Moments {
+ public:
+  void add(double x) noexcept;
+  void merge(const Moments& other) noexcept;
+  uint64_t count() const noexcept { return n_; }
+  /// @brief NaN when empty, so an empty scenario cannot masquerade as a zero mean.
+  double mean() const noexcept;
+  /// @brief Population variance (ddof=0, as numpy.std's default); 0 when count < 2.
+  double variance() const noexcept;
+  double stddev() const noexcept;
+  /// @brief min() and max() are NaN when empty.
+  double min() const noexcept;
+  double max() const noexcept;
+
+ private:
+  uint64_t n_ = 0;
+  double mean_ = 0.0, m2_ = 0.0;
+  double min_ = std::numeric_limits<double>::infinity();
+  double max_ = -std::numeric_limits<double>::infinity();
+};
+
+struct HistogramBin;
+
+/// @brief Quantiles of an unbounded stream in bounded memory, with a relative-error guarantee
+/// that holds for metrics spanning several decades (where rank-error sketches are poor in the tails).
+///
+/// Small streams are kept exactly (quantile() then matches numpy's default 'linear' method), so
+/// the seed data and tests see exact numbers. Once the count would exceed exact_capacity (on add
+/// or merge) the values move into DDSketch-style buckets: separate stores for positive and
+/// negative magnitudes plus a zero count (|x| < 1e-300 counts as zero).
+///
+/// Buckets: each binary octave [2^e, 2^(e+1)) is split into N equal-width sub-buckets, with
+/// N = ceil((1 - a) / (2a)) for the requested accuracy a. The index comes from the exponent and
+/// mantissa bits (no logarithm per add); a bucket [lo, hi) is represented by 2*lo*hi/(lo+hi),
+/// the DDSketch representative (2*gamma^i/(gamma+1) in the purely logarithmic case).
+/// Stated error: in sketch mode quantile(q) is within relative error 1/(2N+1) <= a of the order
+/// statistic x_(floor(q*(n-1))) (0-based), hence within a of the interval between the two order
+/// statistics that the exact interpolation uses. Values are clamped to [min, max].
+///
+/// Merging adds integer bucket counts, so sketch-mode results are bit-identical for any split and
+/// merge order, provided all parts use the same parameters. Memory: while exact, up to
+/// exact_capacity doubles; after that, dense arrays spanning the used bucket range, about
+/// 3.3*N counters per decade of |x| (N = 100 for a = 0.005), never more than ~2030*N per sign.
+/// add() allocates only while a store's range grows, not in the steady state.
+class QuantileSketch {
+ public:
+  /// @throws std::invalid_argument unless 1e-6 <= relative_accuracy < 1.
+  explicit QuantileSketch(double relative_accuracy = 0.005, std::size_t exact_capacity = 4096);
+  /// @brief Finite x only (any sign, zero allowed); @throws std::domain_error otherwise.
+  void add(double x);
+  /// @throws std::invalid_argument when the bucket layouts (relative accuracies) differ.
+  void merge(const QuantileSketch& other);
+  uint64_t count() const noexcept { return n_; }
+  /// @brief True while all values are still stored, i.e. quantiles are exact.
+  bool exact() const noexcept { return exact_; }
+  /// @brief q in [0,1]. Exact mode: linear interpolation between order statistics at rank
+  /// q*(n-1). Sketch mode: see the class comment for the bound.
+  /// @throws std::domain_error when empty or q is outside [0,1].
+  double quantile(double q) const;
+  /// @brief The accuracy asked for; the guaranteed bound 1/(2N+1) is at most this.
+  double relative_accuracy() const noexcept { return accuracy_; }
+  /// @brief Exact extremes of the values seen (NaN when empty).
+  double min() const noexcept;
+  double max() const noexcept;
+
+ private:
+  /// @brief Dense counters for bucket indices [offset, offset + counts.size()).
+  struct Store {
+    std::vector<uint64_t> counts;
+    int32_t offset = 0;
+    void add(int32_t index, uint64_t c);
+    void grow(int32_t lo, int32_t hi);
+    void merge(const Store& other);
+  };
+  int32_t index_of(double magnitude) const noexcept;
+  double representative(int32_t index) const noexcept;
+  void sketch_add(double x);
+  void to_sketch();
+  friend std::vector<HistogramBin> histogram(const QuantileSketch&, double, double, std::size_t);
+
+  double accuracy_;
+  std::size_t capacity_;
+  int32_t subdivisions_;  ///< N sub-buckets per binary octave
+  bool exact_ = true;
+  uint64_t n_ = 0;
+  uint64_t zero_count_ = 0;
+  double min_ = std::numeric_limits<double>::infinity();
+  double max_ = -std::numeric_limits<double>::infinity();
+  std::vector<double> values_;  ///< exact mode only
+  Store positive_, negative_;   ///< sketch mode only; negative_ indexed by |x|
+};
+
+/// @brief One histogram bin [lo, hi); the last bin also includes hi.
+struct HistogramBin {
+  double lo, hi;
+  uint64_t count;
+};
+
+/// @brief Equal-width histogram over [min, max] of the values seen by a sketch, so plots and
+/// reports need no second pass over the data. Values outside [min, max] are dropped (as
+/// numpy.histogram does); with min = s.min(), max = s.max() the counts sum to s.count().
+/// If min == max the range becomes [min - 0.5, max + 0.5] (numpy's convention).
+/// Exact in exact mode. In sketch mode each value is placed by its bucket's representative
+/// (clamped to [s.min(), s.max()]), so a value within relative_accuracy of a bin edge may land
+/// in the neighbouring bin; totals are still exact.
+/// @throws std::invalid_argument when bins == 0, min > max or either bound is not finite.
+std::vector<HistogramBin> histogram(const QuantileSketch& s, double min, double max,
+                                    std::size_t bins);
+
+/// @brief The k largest (value, index) pairs, so the worst reports of a scenario can be named.
+/// Ties are broken by the smaller index, making the selection a total order: the result is the
+/// same for any split and merge order. Memory is O(k); add allocates nothing once k items are held.
+class TopK {
+ public:
+  explicit TopK(std::size_t k);
+  /// @throws std::domain_error for NaN (it has no place in the order).
+  void add(double value, uint64_t index);
+  void merge(const TopK& other);
+  /// @brief Descending value, ascending index on ties.
+  std::vector<std::pair<double, uint64_t>> sorted() const;
+  std::size_t k() const noexcept { return k_; }
+  std::size_t size() const noexcept { return heap_.size(); }
+
+ private:
+  std::size_t k_;
+  std::vector<std::pair<double, uint64_t>> heap_;  ///< min-heap: the weakest kept item on top
+};
+
+}  // namespace headsep

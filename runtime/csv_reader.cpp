@@ -1,0 +1,95 @@
+#include "csv_reader.hpp"
+
+#include <stdio.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "headsep/error.hpp"
+
+namespace headsep {
+
+CsvReader::CsvReader(std::string path) : path_(std::move(path)), buf_(1 << 20) {
+  if (path_ == "-") {
+    file_ = stdin;
+  } else {
+    file_ = std::fopen(path_.c_str(), "rb");
+    if (!file_) throw InputError(path_, 0, "", std::string("cannot open: ") + std::strerror(errno));
+    owns_file_ = true;
+  }
+  // A UTF-8 byte order mark is not part of the first column's name.
+  if (refill() && end_ >= 3 && std::memcmp(buf_.data(), "\xEF\xBB\xBF", 3) == 0) pos_ = 3;
+}
+
+CsvReader::CsvReader(std::string name, std::string_view bytes) : path_(std::move(name)), buf_(1 << 20) {
+  file_ = ::fmemopen(const_cast<char*>(bytes.data()), bytes.size(), "rb");
+  if (!file_) throw InputError(path_, 0, "", std::string("cannot open: ") + std::strerror(errno));
+  owns_file_ = true;
+  if (refill() && end_ >= 3 && std::memcmp(buf_.data(), "\xEF\xBB\xBF", 3) == 0) pos_ = 3;
+}
+
+CsvReader::~CsvReader() {
+  if (owns_file_) std::fclose(file_);
+}
+
+bool CsvReader::refill() {
+  pos_ = 0;
+  end_ = std::fread(buf_.data(), 1, buf_.size(), file_);
+  if (end_ == 0 && std::ferror(file_))
+    throw InputError(path_, line_, "", std::string("read error: ") + std::strerror(errno));
+  return end_ > 0;
+}
+
+bool CsvReader::next() {
+  record_.clear();
+  ends_.clear();
+  int c = get();
+  // Blank lines (LF or CRLF) between records are skipped, as Python's csv module does.
+  while (c == '\n' || c == '\r') {
+    if (c == '\r' && peek() == '\n') get();
+    ++line_;
+    c = get();
+  }
+  if (c == EOF) return false;
+  record_line_ = line_;
+  for (;;) {
+    if (c == '"') {
+      const std::uint64_t open_line = line_;
+      for (;;) {
+        c = get();
+        if (c == EOF)
+          throw InputError(path_, open_line, "",
+                           "unterminated quoted field (field " + std::to_string(ends_.size() + 1) + " opens a quote that never closes)");
+        if (c == '"') {
+          if (peek() != '"') break;
+          get();
+        } else if (c == '\n') {
+          ++line_;
+        }
+        record_ += static_cast<char>(c);
+      }
+      c = get();
+      if (c != ',' && c != '\n' && c != '\r' && c != EOF)
+        throw InputError(path_, line_, "",
+                         "unexpected character after the closing quote of field " + std::to_string(ends_.size() + 1));
+    } else {
+      while (c != ',' && c != '\n' && c != '\r' && c != EOF) {
+        if (c == '"')
+          throw InputError(path_, line_, "",
+                           "quote inside unquoted field " + std::to_string(ends_.size() + 1) + " (quote the whole field and double the quote)");
+        record_ += static_cast<char>(c);
+        c = get();
+      }
+    }
+    ends_.push_back(record_.size());
+    if (c == ',') {
+      c = get();
+      continue;
+    }
+    if (c == '\r' && peek() == '\n') get();
+    if (c != EOF) ++line_;
+    return true;
+  }
+}
+
+}  // namespace headsep

@@ -1,0 +1,332 @@
+#include "headsep/output.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "headsep/error.hpp"
+#include "text_util.hpp"
+
+namespace headsep {
+
+OutputFile::OutputFile(const std::string& path) : path_(path) {
+  if (path.empty() || path == "-") {
+    file_ = stdout;
+    return;
+  }
+  tmp_ = path + ".tmp-XXXXXX";
+  int fd = ::mkstemp(tmp_.data());
+  if (fd < 0) throw Error(path + ": cannot create output: " + std::strerror(errno));
+  file_ = ::fdopen(fd, "wb");
+  if (!file_) {
+    ::close(fd);
+    std::remove(tmp_.c_str());
+    throw Error(path + ": cannot open output: " + std::strerror(errno));
+  }
+}
+
+OutputFile::~OutputFile() {
+  if (file_ && file_ != stdout) {
+    std::fclose(file_);
+    if (!committed_) std::remove(tmp_.c_str());
+  }
+}
+
+void OutputFile::write(std::string_view bytes) {
+  if (bytes.empty()) return;
+  if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size())
+    throw Error((path_.empty() ? std::string("<stdout>") : path_) + ": write failed: " + std::strerror(errno));
+}
+
+void OutputFile::commit() {
+  if (std::fflush(file_) != 0) throw Error(path_ + ": write failed: " + std::strerror(errno));
+  if (file_ == stdout) return;
+  // mkstemp creates 0600; give the file the usual permissions.
+  ::fchmod(::fileno(file_), 0644);
+  if (std::fclose(file_) != 0) {
+    file_ = nullptr;
+    std::remove(tmp_.c_str());
+    throw Error(path_ + ": write failed: " + std::strerror(errno));
+  }
+  file_ = nullptr;
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    std::remove(tmp_.c_str());
+    throw Error(path_ + ": cannot rename output into place: " + std::strerror(errno));
+  }
+  committed_ = true;
+}
+
+Format parse_format(std::string_view name) {
+  if (name == "text") return Format::text;
+  if (name == "jsonl" || name == "json") return Format::jsonl;
+  if (name == "csv") return Format::csv;
+  throw UsageError("unknown format '" + std::string(name) + "' (expected text, jsonl or csv)");
+}
+
+Format format_from_extension(const std::string& path) {
+  auto ext = std::filesystem::path(path).extension().string();
+  if (ext == ".jsonl" || ext == ".json") return Format::jsonl;
+  if (ext == ".csv") return Format::csv;
+  if (ext == ".txt") return Format::text;
+  throw UsageError(path + ": cannot tell the format from the extension (use .jsonl, .csv or .txt)");
+}
+
+namespace {
+
+constexpr std::size_t kFlushBytes = 1 << 20;
+
+class BufferedWriter : public ResultWriter {
+ public:
+  BufferedWriter(OutputFile& out, const RunInfo& info) : out_(out), info_(info) {}
+  void maybe_flush() {
+    if (buf_.size() >= kFlushBytes) {
+      out_.write(buf_);
+      buf_.clear();
+    }
+  }
+  OutputFile& out_;
+  RunInfo info_;
+  std::string buf_;
+};
+
+// Python's print of a list of round(v, 3) values.
+void py_list(std::string& s, const double* v, std::size_t n, std::size_t step = 1) {
+  s += '[';
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i) s += ", ";
+    append_py_float(s, py_round(v[i * step], 3));
+  }
+  s += ']';
+}
+
+// The seed's block format. The header's row counts are only known at the end, so the body is
+// held until finish(); use jsonl or csv for large sets.
+class TextWriter final : public BufferedWriter {
+ public:
+  using BufferedWriter::BufferedWriter;
+  void consume(const BatchResult& res) override {
+    const auto& b = *res.batch;
+    const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
+    std::vector<double> v;
+    for (std::size_t r = 0; r < b.n_reports(); ++r) {
+      if (first_id_.empty()) first_id_ = b.report_id(r);
+      else if (b.report_id(r) != first_id_) multi_ = true;
+      for (std::size_t j = 0; j < res.metrics.size(); ++j) {
+        const auto& m = res.metrics[j];
+        body_.push_back({b.report_id(r), {}});
+        std::string& s = body_.back().second;
+        s += '[' + *res.scenario_names[j] + "]\n";
+        s += "tokens = [";
+        for (auto t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t) {
+          if (t != b.token_offset[r]) s += ", ";
+          if (b.token_names.empty()) append_py_str(s, "t" + std::to_string(t - b.token_offset[r]));
+          else append_py_str(s, b.token_names[t]);
+        }
+        s += "]\n";
+        auto row = [&](std::string label, std::uint32_t h) {
+          if (label.size() < 19) label.resize(19, ' ');
+          s += label + " = ";
+          v.clear();
+          for (std::uint32_t c = 0; c < C; ++c) v.push_back(m.ctx(h, c, r));
+          py_list(s, v.data(), v.size());
+          s += '\n';
+        };
+        row("single_head_context", 0);
+        for (std::uint32_t h = 1; h <= N; ++h) row("head" + std::to_string(h) + "_context", h);
+        s += "difference_from_single = ";
+        v.clear();
+        for (std::uint32_t h = 1; h <= N; ++h)
+          for (std::uint32_t c = 0; c < C; ++c) v.push_back(m.diff(h, c, r));
+        py_list(s, v.data(), v.size());
+        s += "\nhead_separation = ";
+        append_py_float(s, py_round(m.separation[r], 3));
+        s += '\n';
+        if (N > 2) {
+          s += "pairwise_separation = ";
+          v.clear();
+          for (std::size_t p = 0; p < pair_count(N); ++p) v.push_back(m.pair(p, r));
+          py_list(s, v.data(), v.size());
+          s += '\n';
+        }
+      }
+    }
+  }
+  void finish(std::uint64_t rows_read, std::uint64_t rows_selected) override {
+    buf_ += "csv_rows = " + std::to_string(rows_read) + "\n";
+    buf_ += "focus_report_rows = " + std::to_string(rows_selected) + "\n";
+    buf_ += "context_axes = [";
+    for (std::size_t c = 0; c < info_.axis_names.size(); ++c) {
+      if (c) buf_ += ", ";
+      append_py_str(buf_, info_.axis_names[c]);
+    }
+    buf_ += "]\n\n";
+    bool first = true;
+    for (auto& [id, block] : body_) {
+      if (!first) buf_ += '\n';  // blocks are separated by one blank line, none after the last
+      first = false;
+      // With one report the seed's exact format; with several, each block names its report.
+      if (multi_) {
+        auto nl = block.find('\n');
+        std::string line = "report_id = ";
+        append_py_str(line, id);
+        block.insert(nl + 1, line + "\n");
+      }
+      buf_ += block;
+      maybe_flush();
+    }
+    out_.write(buf_);
+    buf_.clear();
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> body_;
+  std::string first_id_;
+  bool multi_ = false;
+};
+
+class JsonlWriter final : public BufferedWriter {
+ public:
+  using BufferedWriter::BufferedWriter;
+  void consume(const BatchResult& res) override {
+    const auto& b = *res.batch;
+    const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
+    for (std::size_t r = 0; r < b.n_reports(); ++r) {
+      const std::string id = b.report_id(r);
+      for (std::size_t j = 0; j < res.metrics.size(); ++j) {
+        const auto& m = res.metrics[j];
+        std::string& s = buf_;
+        s += "{\"report_id\":";
+        append_json_string(s, id);
+        s += ",\"scenario\":";
+        append_json_string(s, *res.scenario_names[j]);
+        s += ",\"tokens\":[";
+        for (auto t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t) {
+          if (t != b.token_offset[r]) s += ',';
+          append_json_string(s, b.token_names.empty() ? "t" + std::to_string(t - b.token_offset[r]) : b.token_names[t]);
+        }
+        s += "],\"single_head_context\":[";
+        for (std::uint32_t c = 0; c < C; ++c) {
+          if (c) s += ',';
+          append_json_number(s, m.ctx(0, c, r));
+        }
+        s += "],\"head_contexts\":[";
+        for (std::uint32_t h = 1; h <= N; ++h) {
+          s += h > 1 ? ",[" : "[";
+          for (std::uint32_t c = 0; c < C; ++c) {
+            if (c) s += ',';
+            append_json_number(s, m.ctx(h, c, r));
+          }
+          s += ']';
+        }
+        s += "],\"difference_from_single\":[";
+        for (std::uint32_t h = 1; h <= N; ++h)
+          for (std::uint32_t c = 0; c < C; ++c) {
+            if (h > 1 || c) s += ',';
+            append_json_number(s, m.diff(h, c, r));
+          }
+        s += "],\"head_separation\":";
+        append_json_number(s, m.separation[r]);
+        if (N > 2) {
+          s += ",\"pairwise_separation\":[";
+          for (std::size_t p = 0; p < pair_count(N); ++p) {
+            if (p) s += ',';
+            append_json_number(s, m.pair(p, r));
+          }
+          s += ']';
+        }
+        s += "}\n";
+        maybe_flush();
+      }
+    }
+  }
+  void finish(std::uint64_t, std::uint64_t) override {
+    out_.write(buf_);
+    buf_.clear();
+  }
+};
+
+class CsvWriter final : public BufferedWriter {
+ public:
+  CsvWriter(OutputFile& out, const RunInfo& info) : BufferedWriter(out, info) {
+    const auto& ax = info_.axis_names;
+    std::string& s = buf_;
+    s += "report_id,scenario,tokens";
+    auto cols = [&](const std::string& prefix) {
+      for (const auto& a : ax) {
+        s += ',';
+        append_csv_field(s, prefix + a);
+      }
+    };
+    cols("single_");
+    for (std::uint32_t h = 1; h <= info_.heads; ++h) cols("head" + std::to_string(h) + "_");
+    for (std::uint32_t h = 1; h <= info_.heads; ++h) cols("diff_head" + std::to_string(h) + "_");
+    s += ",head_separation";
+    if (info_.heads > 2)
+      for (std::uint32_t i = 1; i <= info_.heads; ++i)
+        for (std::uint32_t j = i + 1; j <= info_.heads; ++j) s += ",separation_" + std::to_string(i) + "_" + std::to_string(j);
+    s += "\r\n";
+  }
+  void consume(const BatchResult& res) override {
+    const auto& b = *res.batch;
+    const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
+    std::string tokens;
+    for (std::size_t r = 0; r < b.n_reports(); ++r) {
+      const std::string id = b.report_id(r);
+      tokens = "[";
+      for (auto t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t) {
+        if (t != b.token_offset[r]) tokens += ',';
+        append_json_string(tokens, b.token_names.empty() ? "t" + std::to_string(t - b.token_offset[r]) : b.token_names[t]);
+      }
+      tokens += ']';
+      for (std::size_t j = 0; j < res.metrics.size(); ++j) {
+        const auto& m = res.metrics[j];
+        std::string& s = buf_;
+        append_csv_field(s, id);
+        s += ',';
+        append_csv_field(s, *res.scenario_names[j]);
+        s += ',';
+        append_csv_field(s, tokens);
+        for (std::uint32_t h = 0; h <= N; ++h)
+          for (std::uint32_t c = 0; c < C; ++c) {
+            s += ',';
+            append_json_number(s, m.ctx(h, c, r));
+          }
+        for (std::uint32_t h = 1; h <= N; ++h)
+          for (std::uint32_t c = 0; c < C; ++c) {
+            s += ',';
+            append_json_number(s, m.diff(h, c, r));
+          }
+        s += ',';
+        append_json_number(s, m.separation[r]);
+        if (N > 2)
+          for (std::size_t p = 0; p < pair_count(N); ++p) {
+            s += ',';
+            append_json_number(s, m.pair(p, r));
+          }
+        s += "\r\n";
+        maybe_flush();
+      }
+    }
+  }
+  void finish(std::uint64_t, std::uint64_t) override {
+    out_.write(buf_);
+    buf_.clear();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ResultWriter> make_writer(Format format, OutputFile& out, const RunInfo& info) {
+  switch (format) {
+    case Format::text: return std::make_unique<TextWriter>(out, info);
+    case Format::jsonl: return std::make_unique<JsonlWriter>(out, info);
+    case Format::csv: return std::make_unique<CsvWriter>(out, info);
+  }
+  throw UsageError("unknown format");
+}
+
+}  // namespace headsep

@@ -1,0 +1,252 @@
+#include "headsep/stats.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+
+namespace headsep {
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+/// Magnitudes below this count as zero: keeps every indexed value a normal double.
+constexpr double kZeroThreshold = 1e-300;
+__extension__ typedef unsigned __int128 u128;
+}  // namespace
+
+void Moments::add(double x) noexcept {
+  ++n_;
+  const double delta = x - mean_;
+  mean_ += delta / static_cast<double>(n_);
+  m2_ += delta * (x - mean_);
+  if (x < min_) min_ = x;
+  if (x > max_) max_ = x;
+}
+
+void Moments::merge(const Moments& other) noexcept {
+  if (other.n_ == 0) return;
+  if (n_ == 0) return void(*this = other);
+  const double na = double(n_), nb = double(other.n_), nn = na + nb;
+  const double delta = other.mean_ - mean_;
+  mean_ += delta * (nb / nn);
+  m2_ += other.m2_ + delta * delta * (na * (nb / nn));
+  n_ += other.n_;
+  min_ = std::min(min_, other.min_);
+  max_ = std::max(max_, other.max_);
+}
+
+double Moments::mean() const noexcept { return n_ == 0 ? kNaN : mean_; }
+double Moments::variance() const noexcept { return n_ < 2 ? 0.0 : std::max(0.0, m2_ / double(n_)); }
+double Moments::stddev() const noexcept { return std::sqrt(variance()); }
+double Moments::min() const noexcept { return n_ == 0 ? kNaN : min_; }
+double Moments::max() const noexcept { return n_ == 0 ? kNaN : max_; }
+
+void QuantileSketch::Store::grow(int32_t lo, int32_t hi) {
+  const bool empty = counts.empty();
+  const int64_t cur_lo = offset, cur_hi = int64_t(offset) + int64_t(counts.size()) - 1;
+  int64_t new_lo = empty ? lo : std::min<int64_t>(lo, cur_lo);
+  int64_t new_hi = empty ? hi : std::max<int64_t>(hi, cur_hi);
+  // Slack in the growth direction amortises reallocation while the range is still being found.
+  const int64_t slack = 32 + (new_hi - new_lo) / 4;
+  if (empty || lo < cur_lo) new_lo -= slack;
+  if (empty || hi > cur_hi) new_hi += slack;
+  std::vector<uint64_t> grown(static_cast<std::size_t>(new_hi - new_lo + 1), 0);
+  if (!empty) std::copy(counts.begin(), counts.end(), grown.begin() + (cur_lo - new_lo));
+  counts.swap(grown);
+  offset = static_cast<int32_t>(new_lo);
+}
+
+void QuantileSketch::Store::add(int32_t index, uint64_t c) {
+  if (index < offset || int64_t(index) - offset >= int64_t(counts.size())) grow(index, index);
+  counts[static_cast<std::size_t>(int64_t(index) - offset)] += c;
+}
+
+void QuantileSketch::Store::merge(const Store& other) {
+  std::size_t first = 0, last = other.counts.size();
+  while (first < last && other.counts[first] == 0) ++first;
+  while (last > first && other.counts[last - 1] == 0) --last;
+  if (first == last) return;
+  const int64_t lo = int64_t(other.offset) + int64_t(first);
+  const int64_t hi = int64_t(other.offset) + int64_t(last) - 1;
+  if (counts.empty() || lo < offset || hi >= int64_t(offset) + int64_t(counts.size()))
+    grow(static_cast<int32_t>(lo), static_cast<int32_t>(hi));
+  for (std::size_t i = first; i < last; ++i)
+    counts[static_cast<std::size_t>(int64_t(other.offset) + int64_t(i) - offset)] += other.counts[i];
+}
+
+QuantileSketch::QuantileSketch(double relative_accuracy, std::size_t exact_capacity)
+    : accuracy_(relative_accuracy), capacity_(exact_capacity), subdivisions_(1) {
+  if (!(relative_accuracy >= 1e-6 && relative_accuracy < 1.0))
+    throw std::invalid_argument("QuantileSketch: relative_accuracy must be in [1e-6, 1)");
+  // Worst bucket error is 1/(2N+1); N >= (1-a)/(2a) makes that <= a.
+  subdivisions_ = std::max(1, static_cast<int32_t>(std::ceil((1.0 - relative_accuracy) /
+                                                             (2.0 * relative_accuracy))));
+}
+
+int32_t QuantileSketch::index_of(double magnitude) const noexcept {
+  // Exponent and mantissa bits give the octave and the linear position inside it: buckets are
+  // equal-width within an octave, which is what makes this exact without a logarithm.
+  const uint64_t bits = std::bit_cast<uint64_t>(magnitude);
+  const int32_t exponent = static_cast<int32_t>(bits >> 52) - 1023;
+  const uint64_t mantissa = bits & ((uint64_t(1) << 52) - 1);
+  const auto sub = static_cast<int32_t>((u128(mantissa) * u128(subdivisions_)) >> 52);
+  return exponent * subdivisions_ + sub;
+}
+
+double QuantileSketch::representative(int32_t index) const noexcept {
+  const int64_t n = subdivisions_;
+  const int64_t e = (index >= 0 ? index : index - (n - 1)) / n;  // floor division
+  const int64_t k = index - e * n;
+  // Bucket is 2^e * [(n+k)/n, (n+k+1)/n); 2*lo*hi/(lo+hi) balances the relative error at both ends.
+  const double num = 2.0 * double(n + k) * double(n + k + 1);
+  const double den = double(n) * double(2 * n + 2 * k + 1);
+  return std::ldexp(num / den, static_cast<int>(e));
+}
+
+void QuantileSketch::sketch_add(double x) {
+  const double m = std::fabs(x);
+  if (m < kZeroThreshold) ++zero_count_;
+  else (x > 0 ? positive_ : negative_).add(index_of(m), 1);
+}
+
+void QuantileSketch::to_sketch() {
+  for (double v : values_) sketch_add(v);
+  exact_ = false;
+  values_.clear();
+  values_.shrink_to_fit();
+}
+
+void QuantileSketch::add(double x) {
+  if (!std::isfinite(x)) throw std::domain_error("QuantileSketch::add: value must be finite");
+  if (exact_ && values_.size() < capacity_) {
+    values_.push_back(x);
+  } else {
+    if (exact_) to_sketch();
+    sketch_add(x);
+  }
+  ++n_;
+  if (x < min_) min_ = x;
+  if (x > max_) max_ = x;
+}
+
+void QuantileSketch::merge(const QuantileSketch& other) {
+  if (other.subdivisions_ != subdivisions_)
+    throw std::invalid_argument("QuantileSketch::merge: relative accuracies differ");
+  if (&other == this) return merge(QuantileSketch(other));
+  if (other.n_ == 0) return;
+  if (exact_ && other.exact_ && n_ + other.n_ <= capacity_) {
+    values_.insert(values_.end(), other.values_.begin(), other.values_.end());
+  } else {
+    if (exact_) to_sketch();
+    if (other.exact_) {
+      for (double v : other.values_) sketch_add(v);
+    } else {
+      positive_.merge(other.positive_);
+      negative_.merge(other.negative_);
+      zero_count_ += other.zero_count_;
+    }
+  }
+  n_ += other.n_;
+  min_ = std::min(min_, other.min_);
+  max_ = std::max(max_, other.max_);
+}
+
+double QuantileSketch::min() const noexcept { return n_ == 0 ? kNaN : min_; }
+double QuantileSketch::max() const noexcept { return n_ == 0 ? kNaN : max_; }
+
+double QuantileSketch::quantile(double q) const {
+  if (n_ == 0) throw std::domain_error("QuantileSketch::quantile: empty sketch");
+  if (!(q >= 0.0 && q <= 1.0)) throw std::domain_error("QuantileSketch::quantile: q not in [0,1]");
+  const double rank = q * static_cast<double>(n_ - 1);
+  if (exact_) {
+    std::vector<double> v(values_);
+    const auto lo = static_cast<std::size_t>(rank);
+    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(lo), v.end());
+    const double a = v[lo];
+    if (lo + 1 >= v.size()) return a;
+    const double b = *std::min_element(v.begin() + std::ptrdiff_t(lo) + 1, v.end());
+    const double t = rank - static_cast<double>(lo), d = b - a;
+    return t >= 0.5 ? b - d * (1.0 - t) : a + d * t;  // numpy's _lerp: exact at both ends
+  }
+  uint64_t cum = 0;
+  const auto reaches = [&](uint64_t c) { return c != 0 && double(cum += c) > rank; };
+  for (std::size_t i = negative_.counts.size(); i-- > 0;)
+    if (reaches(negative_.counts[i]))
+      return std::clamp(-representative(negative_.offset + int32_t(i)), min_, max_);
+  if (reaches(zero_count_)) return std::clamp(0.0, min_, max_);
+  for (std::size_t i = 0; i < positive_.counts.size(); ++i)
+    if (reaches(positive_.counts[i]))
+      return std::clamp(representative(positive_.offset + int32_t(i)), min_, max_);
+  return max_;  // only reachable through rounding of rank for counts beyond 2^53
+}
+
+std::vector<HistogramBin> histogram(const QuantileSketch& s, double min, double max,
+                                    std::size_t bins) {
+  if (bins == 0 || !std::isfinite(min) || !std::isfinite(max) || min > max)
+    throw std::invalid_argument("histogram: need bins >= 1 and finite min <= max");
+  if (min == max) min -= 0.5, max += 0.5;
+  const double span = max - min;
+  if (!std::isfinite(span)) throw std::invalid_argument("histogram: range too wide");
+  std::vector<HistogramBin> out(bins);
+  for (std::size_t i = 0; i < bins; ++i) {
+    out[i].lo = i == 0 ? min : out[i - 1].hi;
+    out[i].hi = i + 1 == bins ? max : min + span * (double(i + 1) / double(bins));
+    out[i].count = 0;
+  }
+  const auto place = [&](double v, uint64_t c) {
+    if (c == 0 || !(v >= min && v <= max)) return;
+    auto i = std::min(bins - 1, static_cast<std::size_t>((v - min) / span * double(bins)));
+    // The arithmetic guess can be one off near an edge; the stored edges are authoritative.
+    while (i > 0 && v < out[i].lo) --i;
+    while (i + 1 < bins && v >= out[i].hi) ++i;
+    out[i].count += c;
+  };
+  if (s.exact_) {
+    for (double v : s.values_) place(v, 1);
+    return out;
+  }
+  for (std::size_t i = 0; i < s.negative_.counts.size(); ++i)
+    place(std::clamp(-s.representative(s.negative_.offset + int32_t(i)), s.min_, s.max_),
+          s.negative_.counts[i]);
+  if (s.zero_count_ != 0) place(std::clamp(0.0, s.min_, s.max_), s.zero_count_);
+  for (std::size_t i = 0; i < s.positive_.counts.size(); ++i)
+    place(std::clamp(s.representative(s.positive_.offset + int32_t(i)), s.min_, s.max_),
+          s.positive_.counts[i]);
+  return out;
+}
+
+namespace {
+using Item = std::pair<double, uint64_t>;
+/// Total order: larger value first, smaller index first among equal values.
+bool better(const Item& a, const Item& b) noexcept {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+}  // namespace
+
+TopK::TopK(std::size_t k) : k_(k) { heap_.reserve(std::min<std::size_t>(k, 4096)); }
+
+void TopK::add(double value, uint64_t index) {
+  if (std::isnan(value)) throw std::domain_error("TopK::add: NaN value");
+  if (k_ == 0) return;
+  const Item item{value, index};
+  if (heap_.size() < k_) {
+    heap_.push_back(item);
+    std::push_heap(heap_.begin(), heap_.end(), better);  // front() = weakest kept
+  } else if (better(item, heap_.front())) {
+    std::pop_heap(heap_.begin(), heap_.end(), better);
+    heap_.back() = item;
+    std::push_heap(heap_.begin(), heap_.end(), better);
+  }
+}
+
+void TopK::merge(const TopK& other) {
+  if (&other == this) return merge(TopK(other));
+  for (const Item& it : other.heap_) add(it.first, it.second);
+}
+
+std::vector<std::pair<double, uint64_t>> TopK::sorted() const {
+  std::vector<Item> out(heap_);
+  std::sort(out.begin(), out.end(), better);
+  return out;
+}
+
+}  // namespace headsep

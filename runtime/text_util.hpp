@@ -1,0 +1,34 @@
+// Private text helpers: Python-compatible number/str formatting, JSON and CSV escaping, UTF-8.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace headsep {
+
+std::vector<std::string_view> split(std::string_view s, char sep);
+std::string_view trim(std::string_view s);
+
+/// Python's float repr (shortest round-trip; fixed notation for 1e-4 <= |x| < 1e16, else 'e+XX').
+void append_py_float(std::string& out, double x);
+/// Python's round(x, ndigits) for floats: correctly rounded decimal, then back to the nearest double.
+double py_round(double x, int ndigits);
+/// Python's repr of a str: quotes chosen as Python does, escapes for non-printable characters.
+void append_py_str(std::string& out, std::string_view utf8);
+
+/// Shortest round-trip double, valid JSON (finite values only).
+void append_json_number(std::string& out, double x);
+void append_json_string(std::string& out, std::string_view utf8);
+/// RFC 4180 field: quoted when it holds a comma, quote, CR or LF.
+void append_csv_field(std::string& out, std::string_view s);
+
+/// Byte offset of the first invalid UTF-8 sequence, or nullopt when valid.
+std::optional<std::size_t> find_invalid_utf8(std::string_view s);
+
+/// Parses a whole field as a finite double the way Python's float() does for plain numbers
+/// (surrounding blanks and a leading '+' allowed). nullopt on anything else, inf and nan included.
+std::optional<double> parse_finite_double(std::string_view s);
+
+}  // namespace headsep
