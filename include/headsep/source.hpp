@@ -20,6 +20,16 @@ class ReportSource {
   virtual bool next(ReportBatch& batch, std::size_t max_reports) = 0;
   /// Input rows read so far, all reports included (the seed header's csv_rows); 0 if not row-based.
   virtual std::uint64_t rows_read() const { return 0; }
+  /// True when fill() may be called from several threads at once for distinct chunks
+  /// (synthetic generators that derive every value from (seed, report index)).
+  virtual bool random_access() const { return false; }
+  /// Random-access sources only: fills chunk `index`, i.e. reports [index*chunk_reports, ...),
+  /// with batch.first_report set accordingly. Returns false when the chunk is past the end.
+  /// Thread-safe for distinct batches. The engine never mixes next() and fill() on one source.
+  virtual bool fill(std::uint64_t index, std::size_t chunk_reports, ReportBatch& batch) const {
+    (void)index, (void)chunk_reports, (void)batch;
+    return false;
+  }
 };
 
 /// Fills the weights of the single-head baseline and every head. Implemented in the core (table)
