@@ -39,6 +39,7 @@ struct Totals : ResultSink {
 
 int run_csv(const RunArgs& a, std::string_view bytes = {}) {
   auto specs = parse_axes(a.axes);
+  const Format format = parse_format(a.format);  // usage errors before any file is touched
   CsvSourceOptions so;
   so.path = a.input;
   so.bytes = bytes;
@@ -57,7 +58,6 @@ int run_csv(const RunArgs& a, std::string_view bytes = {}) {
   else throw UsageError("--precision must be f64 or f32");
 
   RunInfo info{axes.names(), weighting->heads()};
-  const Format format = parse_format(a.format);
   OutputFile out(a.output);
   auto writer = make_writer(format, out, info);
   Totals totals;
