@@ -1,9 +1,11 @@
 // Chooses a kernel level at run time. HEADSEP_SIMD forces one (tests, bug reports).
+#include <algorithm>
 #include <cstdlib>
 
 #include "headsep/error.hpp"
 #include "headsep/kernels.hpp"
 #include "metrics_scalar.hpp"
+#include "metrics_simd.hpp"
 
 namespace headsep {
 
@@ -23,8 +25,46 @@ SimdLevel parse_simd_level(std::string_view name) {
   throw UsageError("unknown SIMD level '" + std::string(name) + "' (expected scalar, sse2, avx2 or avx512)");
 }
 
-std::vector<SimdLevel> compiled_levels() { return {SimdLevel::scalar}; }
-std::vector<SimdLevel> supported_levels() { return {SimdLevel::scalar}; }
+std::vector<SimdLevel> compiled_levels() {
+#if HEADSEP_KERNELS_X86
+  return {SimdLevel::scalar, SimdLevel::sse2, SimdLevel::avx2, SimdLevel::avx512};
+#else
+  return {SimdLevel::scalar};
+#endif
+}
+
+namespace {
+// xsimd 8.1 reads CPUID only; __builtin_cpu_supports also checks that the OS saves the
+// YMM/ZMM state (XCR0), so a level is supported when both agree.
+bool cpu_runs(SimdLevel level) noexcept {
+#if HEADSEP_KERNELS_X86
+  const auto x = xsimd::available_architectures();
+  switch (level) {
+    case SimdLevel::scalar: return true;
+    case SimdLevel::sse2: return x.sse2;
+    case SimdLevel::avx2:
+      return x.fma3_avx2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case SimdLevel::avx512:
+      return x.avx512bw && x.avx512dq && x.avx512cd && x.avx512f && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("fma");
+  }
+  return false;
+#else
+  return level == SimdLevel::scalar;
+#endif
+}
+}  // namespace
+
+std::vector<SimdLevel> supported_levels() {
+  static const std::vector<SimdLevel> levels = [] {
+    std::vector<SimdLevel> v;
+    for (auto l : compiled_levels())
+      if (cpu_runs(l)) v.push_back(l);
+    return v;
+  }();
+  return levels;
+}
 
 SimdLevel default_level() {
   if (const char* env = std::getenv("HEADSEP_SIMD"); env && *env) {
@@ -36,7 +76,39 @@ SimdLevel default_level() {
   return supported_levels().back();
 }
 
-void compute_metrics(const KernelArgs<double>& a, SimdLevel) { kernels::metrics_scalar(a, 0, a.n_reports); }
-void compute_metrics(const KernelArgs<float>& a, SimdLevel) { kernels::metrics_scalar(a, 0, a.n_reports); }
+namespace {
+void require_supported(SimdLevel level) {
+  for (auto s : supported_levels())
+    if (s == level) return;
+  std::string have;
+  for (auto s : supported_levels()) have.append(have.empty() ? "" : ", ").append(to_string(s));
+  const auto built = compiled_levels();
+  const bool in_build = std::find(built.begin(), built.end(), level) != built.end();
+  throw UsageError("SIMD level '" + std::string(to_string(level)) + "' is not " +
+                   (in_build ? "supported by this CPU" : "built into this binary") + " (supported: " + have + ")");
+}
+
+template <class T>
+void run_level(const KernelArgs<T>& a, SimdLevel level, [[maybe_unused]] kernels::Strategy how) {
+  require_supported(level);
+  std::size_t done = 0;
+#if HEADSEP_KERNELS_X86
+  switch (level) {
+    case SimdLevel::scalar: break;
+    case SimdLevel::sse2: done = kernels::metrics_kernel<xsimd::sse2>{}(a, how); break;
+    case SimdLevel::avx2: done = kernels::metrics_kernel<kernels::fma3_avx2>{}(a, how); break;
+    case SimdLevel::avx512: done = kernels::metrics_kernel<xsimd::avx512bw>{}(a, how); break;
+  }
+#endif
+  // Reports the vector tiles do not cover (fewer than one vector width) go through the reference.
+  kernels::metrics_scalar(a, done, a.n_reports);
+}
+}  // namespace
+
+void compute_metrics(const KernelArgs<double>& a, SimdLevel level) { run_level(a, level, {}); }
+void compute_metrics(const KernelArgs<float>& a, SimdLevel level) { run_level(a, level, {}); }
+
+void kernels::compute_metrics(const KernelArgs<double>& a, SimdLevel level, Strategy how) { run_level(a, level, how); }
+void kernels::compute_metrics(const KernelArgs<float>& a, SimdLevel level, Strategy how) { run_level(a, level, how); }
 
 }  // namespace headsep

@@ -1,0 +1,46 @@
+// Private: the SIMD metric kernel, written once as a function object templated on the xsimd
+// architecture (metrics_simd_impl.hpp) and instantiated in one .cpp per architecture, each
+// compiled with that architecture's flags only. Callers see only these declarations, so no
+// AVX code is ever generated in a translation unit that runs before the CPU check.
+#pragma once
+#include <cstddef>
+
+#include <xsimd/xsimd.hpp>
+
+#include "headsep/kernels.hpp"
+
+namespace headsep::kernels {
+
+/// How a kernel puts reports into vector lanes. `automatic` is what compute_metrics uses;
+/// the others exist so tests and benchmarks can pin and compare one.
+enum class Strategy {
+  automatic,
+  transpose,  ///< lanes across reports; tokens de-interleaved through a stack tile (scalar copies)
+  gather,     ///< lanes across reports; tokens de-interleaved with gathers (uniform length only)
+  tokens,     ///< f32 only: lanes across the tokens of one report, horizontal sum at the end
+};
+
+/// Metric kernel for one architecture. Computes a prefix [0, n) of the reports, n a multiple
+/// of the vector width, and returns n; the caller finishes [n, n_reports) with metrics_scalar
+/// (so the scalar reference is never compiled with AVX flags: see runtime/kernels/CMakeLists.txt).
+template <class Arch>
+struct metrics_kernel {
+  std::size_t operator()(const KernelArgs<double>& a, Strategy how = Strategy::automatic) const;
+  std::size_t operator()(const KernelArgs<float>& a, Strategy how = Strategy::automatic) const;
+};
+
+using fma3_avx2 = xsimd::fma3<xsimd::avx2>;
+
+extern template struct metrics_kernel<xsimd::sse2>;
+extern template struct metrics_kernel<fma3_avx2>;
+extern template struct metrics_kernel<xsimd::avx512bw>;
+
+/// compute_metrics with the strategy pinned (tests, benchmarks). Throws UsageError for a level
+/// this build or CPU cannot run.
+void compute_metrics(const KernelArgs<double>& a, SimdLevel level, Strategy how);
+void compute_metrics(const KernelArgs<float>& a, SimdLevel level, Strategy how);
+
+/// Reports of at least this many tokens use Strategy::tokens in f32 under `automatic`.
+inline constexpr std::size_t kLongReport = 16;
+
+}  // namespace headsep::kernels

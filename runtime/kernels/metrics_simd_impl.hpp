@@ -1,0 +1,254 @@
+// Private: the body of metrics_kernel<Arch>. Include it ONLY from metrics_<arch>.cpp.
+//
+// Why the code looks the way it does:
+// - Every helper is a template on the architecture A, so each per-arch object file gets its own
+//   symbols. A helper that did not depend on A (or a std:: container instantiated here) would be
+//   an identical COMDAT in several objects compiled with different flags, and the linker could
+//   keep the AVX-512 copy for a machine without AVX-512.
+// - Lanes across reports (each lane = one report) keep the scalar reference's order of
+//   operations exactly: per lane, s = +0.0, then s = s + w[t]*x[t] for t in order, unfused in
+//   f64. So f64 is bit-identical to metrics_scalar at every level. Ragged reports are padded
+//   with w = x = +0.0: the running sum is never -0.0 under round-to-nearest (it starts at +0.0),
+//   so s + (+0.0*+0.0) == s bit for bit, NaN and infinities included.
+// - f32 may fuse (xsimd::fma) and, for long reports, uses lanes across tokens with a
+//   horizontal sum: not bit-identical, within the tolerance stated in tests/kernels.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "metrics_simd.hpp"
+
+namespace headsep::kernels {
+namespace simd_detail {
+
+/// Stack tile of de-interleaved tokens: [array][token-in-block][lane].
+inline constexpr std::size_t kTileBytes = 16384;
+inline constexpr std::size_t kMaxBlock = 16;  ///< tokens per de-interleave block (runtime lengths)
+
+template <class A>
+constexpr std::size_t lo(std::size_t x, std::size_t y) noexcept { return x < y ? x : y; }
+
+template <class A, class T>
+struct K {
+  using B = xsimd::batch<T, A>;
+  static constexpr std::size_t W = B::size;
+  static constexpr bool fused = std::is_same_v<T, float>;  // f64 never fuses (bit-identity)
+
+  static B madd(B w, B x, B acc) noexcept {
+    if constexpr (fused) return xsimd::fma(w, x, acc);
+    else return acc + w * x;
+  }
+
+  /// Differences, pairwise distances and separation for reports [r0, r0 + W) whose contexts
+  /// are already stored. Reads the context rows back (they are in L1) in the scalar order.
+  static void finish(const KernelArgs<T>& a, std::size_t r0) noexcept {
+    const std::size_t C = a.axes, H = std::size_t(a.heads) + 1, S = a.stride;
+    const T* ctx = a.context + r0;
+    for (std::size_t h = 1; h < H; ++h)
+      for (std::size_t c = 0; c < C; ++c)
+        (B::load_unaligned(ctx + (h * C + c) * S) - B::load_unaligned(ctx + c * S))
+            .store_unaligned(a.difference + ((h - 1) * C + c) * S + r0);
+    B total(T(0));
+    std::size_t p = 0;
+    for (std::size_t i = 1; i < H; ++i)
+      for (std::size_t j = i + 1; j < H; ++j, ++p) {
+        B d2(T(0));
+        for (std::size_t c = 0; c < C; ++c) {
+          const B d = B::load_unaligned(ctx + (i * C + c) * S) - B::load_unaligned(ctx + (j * C + c) * S);
+          d2 = d2 + d * d;
+        }
+        const B dist = xsimd::sqrt(d2);
+        dist.store_unaligned(a.pairwise + p * S + r0);
+        total = total + dist;
+      }
+    (p ? total / B(T(p)) : B(T(0))).store_unaligned(a.separation + r0);
+  }
+
+  /// Adds tokens [0, k) of a de-interleaved block to the contexts of reports [r0, r0 + W).
+  /// `first`: start from +0.0 instead of the stored partial sums. `tile` rows: axes first,
+  /// then the weights h = 0..H-1, each `kb` tokens of W lanes.
+  template <std::size_t KC>
+  static void accumulate(const KernelArgs<T>& a, std::size_t r0, const T* tile, std::size_t k,
+                         std::size_t kb, bool first) noexcept {
+    const std::size_t C = a.axes, H = std::size_t(a.heads) + 1, S = a.stride;
+    if constexpr (KC) k = KC, kb = KC;
+    for (std::size_t h = 0; h < H; ++h) {
+      const T* w = tile + (C + h) * kb * W;
+      for (std::size_t c = 0; c < C; ++c) {
+        const T* x = tile + c * kb * W;
+        T* out = a.context + (h * C + c) * S + r0;
+        B s = first ? B(T(0)) : B::load_unaligned(out);
+        for (std::size_t t = 0; t < k; ++t)
+          s = madd(B::load_aligned(w + t * W), B::load_aligned(x + t * W), s);
+        s.store_unaligned(out);
+      }
+    }
+  }
+
+  /// Rows of the tile: the axes, then the weights.
+  static const T* row(const KernelArgs<T>& a, std::size_t i) noexcept {
+    return i < a.axes ? a.axis[i] : a.weight[i - a.axes];
+  }
+
+  /// Uniform length L (LC = L when known at compile time, else 0): tiles of W reports,
+  /// reports [0, n). Tokens of lane i, token t live at off[r0] + i*L + t.
+  template <std::size_t LC, Strategy How>
+  static void uniform(const KernelArgs<T>& a, std::size_t n, std::size_t L, std::size_t kmax, T* tile) noexcept {
+    using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+    using IB = xsimd::batch<I, A>;
+    static_assert(IB::size == W);
+    if constexpr (LC) L = LC, kmax = LC;
+    const std::size_t rows = std::size_t(a.axes) + a.heads + 1;
+    alignas(64) I lane_start[W];
+    for (std::size_t i = 0; i < W; ++i) lane_start[i] = static_cast<I>(i * L);
+    const IB starts = IB::load_aligned(lane_start);
+    for (std::size_t r0 = 0; r0 < n; r0 += W) {
+      const std::size_t base = static_cast<std::size_t>(a.token_offset[r0]);
+      for (std::size_t tb = 0; tb < L; tb += kmax) {
+        const std::size_t k = LC ? LC : lo<A>(kmax, L - tb);
+        for (std::size_t q = 0; q < rows; ++q) {
+          const T* src = row(a, q) + base + tb;
+          T* dst = tile + q * kmax * W;
+          if constexpr (How == Strategy::gather) {
+            for (std::size_t t = 0; t < k; ++t)
+              B::gather(src, starts + IB(static_cast<I>(t))).store_aligned(dst + t * W);
+          } else {
+            for (std::size_t i = 0; i < W; ++i)
+              for (std::size_t t = 0; t < k; ++t) dst[t * W + i] = src[i * L + t];
+          }
+        }
+        accumulate<LC>(a, r0, tile, k, kmax, tb == 0);
+      }
+      finish(a, r0);
+    }
+  }
+
+  /// Any lengths: tiles of W reports, each lane its own report, padded with +0.0 up to the
+  /// tile's longest report. Reports [0, n).
+  static void ragged(const KernelArgs<T>& a, std::size_t n, std::size_t kmax, T* tile) noexcept {
+    const std::size_t rows = std::size_t(a.axes) + a.heads + 1;
+    for (std::size_t r0 = 0; r0 < n; r0 += W) {
+      std::size_t b[W], len[W], longest = 0;
+      for (std::size_t i = 0; i < W; ++i) {
+        b[i] = static_cast<std::size_t>(a.token_offset[r0 + i]);
+        len[i] = static_cast<std::size_t>(a.token_offset[r0 + i + 1]) - b[i];
+        longest = len[i] > longest ? len[i] : longest;
+      }
+      if (longest == 0) accumulate<0>(a, r0, tile, 0, kmax, true);
+      for (std::size_t tb = 0; tb < longest; tb += kmax) {
+        const std::size_t k = lo<A>(kmax, longest - tb);
+        for (std::size_t q = 0; q < rows; ++q) {
+          const T* src = row(a, q);
+          T* dst = tile + q * kmax * W;
+          for (std::size_t i = 0; i < W; ++i) {
+            const std::size_t have = len[i] > tb ? lo<A>(len[i] - tb, k) : 0;
+            const T* s = src + b[i] + tb;
+            std::size_t t = 0;
+            for (; t < have; ++t) dst[t * W + i] = s[t];
+            for (; t < k; ++t) dst[t * W + i] = T(0);
+          }
+        }
+        accumulate<0>(a, r0, tile, k, kmax, tb == 0);
+      }
+      finish(a, r0);
+    }
+  }
+
+  /// One context of one report with lanes across its tokens (f32 only): 4 independent
+  /// accumulators, a horizontal sum, then the leftover tokens in order.
+  static T dot(const T* w, const T* x, std::size_t len) noexcept {
+    B s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
+    std::size_t t = 0;
+    for (; t + 4 * W <= len; t += 4 * W) {
+      s0 = xsimd::fma(B::load_unaligned(w + t), B::load_unaligned(x + t), s0);
+      s1 = xsimd::fma(B::load_unaligned(w + t + W), B::load_unaligned(x + t + W), s1);
+      s2 = xsimd::fma(B::load_unaligned(w + t + 2 * W), B::load_unaligned(x + t + 2 * W), s2);
+      s3 = xsimd::fma(B::load_unaligned(w + t + 3 * W), B::load_unaligned(x + t + 3 * W), s3);
+    }
+    for (; t + W <= len; t += W) s0 = xsimd::fma(B::load_unaligned(w + t), B::load_unaligned(x + t), s0);
+    T s = xsimd::hadd((s0 + s1) + (s2 + s3));
+    for (; t < len; ++t) s = s + w[t] * x[t];
+    return s;
+  }
+
+  /// Lanes across tokens: contexts report by report, then the rest W reports at a time.
+  static void long_reports(const KernelArgs<T>& a, std::size_t n) noexcept {
+    const std::size_t C = a.axes, H = std::size_t(a.heads) + 1, S = a.stride;
+    for (std::size_t r0 = 0; r0 < n; r0 += W) {
+      for (std::size_t r = r0; r < r0 + W; ++r) {
+        const std::size_t b = static_cast<std::size_t>(a.token_offset[r]);
+        const std::size_t len = static_cast<std::size_t>(a.token_offset[r + 1]) - b;
+        for (std::size_t h = 0; h < H; ++h)
+          for (std::size_t c = 0; c < C; ++c)
+            a.context[(h * C + c) * S + r] = dot(a.weight[h] + b, a.axis[c] + b, len);
+      }
+      finish(a, r0);
+    }
+  }
+
+  static std::size_t run(const KernelArgs<T>& a, Strategy how) noexcept {
+    const std::size_t n = a.n_reports / W * W;
+    if (n == 0) return 0;
+    const std::size_t L = a.uniform_length;
+    if constexpr (std::is_same_v<T, float>) {
+      const std::size_t tokens = static_cast<std::size_t>(a.token_offset[a.n_reports] - a.token_offset[0]);
+      if (how == Strategy::tokens || (how == Strategy::automatic && tokens >= kLongReport * a.n_reports)) {
+        long_reports(a, n);
+        return n;
+      }
+    }
+    // The tile must hold at least one token of every row; beyond that the scalar code is as good.
+    const std::size_t rows = std::size_t(a.axes) + a.heads + 1;
+    alignas(64) T tile[kTileBytes / sizeof(T)];
+    const std::size_t kmax = lo<A>(kMaxBlock, kTileBytes / sizeof(T) / (rows * W));
+    if (kmax == 0) return 0;
+    // Lane offsets i*L must fit the gather's index type.
+    const bool gather_ok = L * W < (std::size_t(1) << 30);
+    if (L == 0 || how == Strategy::tokens) {
+      ragged(a, n, kmax, tile);
+    } else if (how == Strategy::gather && gather_ok) {
+      uniform_dispatch<Strategy::gather>(a, n, L, kmax, tile);
+    } else if (how == Strategy::gather || how == Strategy::transpose) {
+      uniform_dispatch<Strategy::transpose>(a, n, L, kmax, tile);
+    } else {
+      uniform_dispatch<preferred_uniform>(a, n, L, kmax, tile);
+    }
+    return n;
+  }
+
+  /// Measured on Zen 3 (bench/bench_kernels.cpp): see bench/roofline.sh.
+  static constexpr Strategy preferred_uniform = Strategy::transpose;
+
+  template <Strategy How>
+  static void uniform_dispatch(const KernelArgs<T>& a, std::size_t n, std::size_t L, std::size_t kmax, T* tile) noexcept {
+    // Short uniform reports get a compile-time length so de-interleave and sums fully unroll.
+    if (L <= kmax) {
+      switch (L) {
+        case 1: return uniform<1, How>(a, n, L, kmax, tile);
+        case 2: return uniform<2, How>(a, n, L, kmax, tile);
+        case 3: return uniform<3, How>(a, n, L, kmax, tile);
+        case 4: return uniform<4, How>(a, n, L, kmax, tile);
+        case 5: return uniform<5, How>(a, n, L, kmax, tile);
+        case 6: return uniform<6, How>(a, n, L, kmax, tile);
+        case 7: return uniform<7, How>(a, n, L, kmax, tile);
+        case 8: return uniform<8, How>(a, n, L, kmax, tile);
+        default: break;
+      }
+    }
+    uniform<0, How>(a, n, L, kmax, tile);
+  }
+};
+
+}  // namespace simd_detail
+
+template <class Arch>
+std::size_t metrics_kernel<Arch>::operator()(const KernelArgs<double>& a, Strategy how) const {
+  return simd_detail::K<Arch, double>::run(a, how);
+}
+template <class Arch>
+std::size_t metrics_kernel<Arch>::operator()(const KernelArgs<float>& a, Strategy how) const {
+  return simd_detail::K<Arch, float>::run(a, how);
+}
+
+}  // namespace headsep::kernels

@@ -1,0 +1,6 @@
+// metrics_kernel for SSE2 (the x86-64 baseline: no extra flags).
+#include "metrics_simd_impl.hpp"
+
+namespace headsep::kernels {
+template struct metrics_kernel<xsimd::sse2>;
+}

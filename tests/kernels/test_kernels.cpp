@@ -1,0 +1,256 @@
+// Every compiled and supported SIMD level (and every strategy) against the scalar reference.
+//
+// f64: bit-identical (NaN compared as NaN). f32: every output of report r agrees within
+//   tol_r = 8 * (len_r + 6) * eps_f32 * M_r,  M_r = max over (h, c) of sum_t |w_h[t] * x_c[t]|,
+// i.e. a rounding error per token of the dot products, propagated through the difference,
+// pairwise (1-Lipschitz in the context difference) and mean.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "headsep/batch.hpp"
+#include "headsep/error.hpp"
+#include "headsep/kernels.hpp"
+#include "kernels/metrics_scalar.hpp"
+#include "kernels/metrics_simd.hpp"
+
+using namespace headsep;
+using headsep::kernels::Strategy;
+
+namespace {
+
+constexpr std::size_t kLead = 7;  // tokens before report 0: offsets are absolute indices
+
+/// One scenario's inputs: token offsets, axes and weights (stored in double, cast per precision).
+struct Case {
+  std::size_t n = 0, len = 0, heads = 0, axes = 0;
+  bool uniform = true;
+  std::vector<std::uint64_t> off;
+  std::vector<std::vector<double>> axis, weight;
+};
+
+Case make_case(std::size_t n, std::size_t len, bool uniform, std::size_t heads, std::size_t axes, std::uint64_t seed) {
+  Case k{n, len, heads, axes, uniform, {}, {}, {}};
+  std::mt19937_64 rng(seed);
+  k.off.push_back(kLead);
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::size_t l = uniform ? len : std::uniform_int_distribution<std::size_t>(0, 2 * len)(rng);
+    k.off.push_back(k.off.back() + l);
+  }
+  const std::size_t tokens = k.off.back() + 3;  // a few tokens after the last report too
+  std::uniform_real_distribution<double> wd(0.0, 1.0), xd(-3.0, 3.0);
+  k.axis.assign(axes, std::vector<double>(tokens));
+  k.weight.assign(heads + 1, std::vector<double>(tokens));
+  for (auto& a : k.axis)
+    for (auto& v : a) v = xd(rng);
+  for (auto& w : k.weight)
+    for (auto& v : w) v = wd(rng);
+  return k;
+}
+
+template <class T>
+struct Run {
+  std::vector<std::vector<T>> axis, weight;
+  std::vector<const T*> axis_p, weight_p;
+  std::vector<T> context, difference, pairwise, separation;
+  KernelArgs<T> args;
+
+  Run(const Case& k, std::size_t stride, T fill) {
+    for (auto& a : k.axis) axis.emplace_back(a.begin(), a.end());
+    for (auto& w : k.weight) weight.emplace_back(w.begin(), w.end());
+    for (auto& a : axis) axis_p.push_back(a.data());
+    for (auto& w : weight) weight_p.push_back(w.data());
+    context.assign((k.heads + 1) * k.axes * stride, fill);
+    difference.assign(k.heads * k.axes * stride, fill);
+    pairwise.assign(pair_count(k.heads) * stride, fill);
+    separation.assign(stride, fill);
+    args.n_reports = k.n;
+    args.token_offset = k.off.data();
+    args.uniform_length = k.uniform ? static_cast<std::uint32_t>(k.len) : 0;
+    args.axes = static_cast<std::uint32_t>(k.axes);
+    args.heads = static_cast<std::uint32_t>(k.heads);
+    args.axis = axis_p.data();
+    args.weight = weight_p.data();
+    args.context = context.data();
+    args.difference = difference.data();
+    args.pairwise = pairwise.data();
+    args.separation = separation.data();
+    args.stride = stride;
+  }
+  /// All outputs of report r (or of padding column r >= n), in a fixed order.
+  std::vector<T> column(std::size_t r) const {
+    std::vector<T> v;
+    const std::size_t S = args.stride;
+    for (std::size_t i = 0; i < context.size() / S; ++i) v.push_back(context[i * S + r]);
+    for (std::size_t i = 0; i < difference.size() / S; ++i) v.push_back(difference[i * S + r]);
+    for (std::size_t i = 0; i < pairwise.size() / S; ++i) v.push_back(pairwise[i * S + r]);
+    v.push_back(separation[r]);
+    return v;
+  }
+};
+
+template <class T>
+bool same(T a, T b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return std::bit_cast<std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>>(a) ==
+         std::bit_cast<std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>>(b);
+}
+
+double magnitude(const Case& k, std::size_t r) {
+  double m = 0;
+  for (auto& w : k.weight)
+    for (auto& x : k.axis) {
+      double s = 0;
+      for (auto t = k.off[r]; t < k.off[r + 1]; ++t) s += std::fabs(float(w[t]) * double(float(x[t])));
+      m = std::max(m, s);
+    }
+  return m;
+}
+
+/// Runs `level` with `how` and the scalar reference on the same case; returns "" or what differs.
+template <class T>
+std::string compare(const Case& k, SimdLevel level, Strategy how) {
+  const std::size_t stride = k.n + 5;  // strided rows: padding columns must stay untouched
+  const T fill = T(-12345.5);
+  Run<T> ref(k, stride, fill), got(k, stride, fill);
+  kernels::metrics_scalar(ref.args, 0, k.n);
+  kernels::compute_metrics(got.args, level, how);
+  for (std::size_t r = 0; r < stride; ++r) {
+    const auto e = ref.column(r), g = got.column(r);
+    const double tol = std::is_same_v<T, float> && r < k.n
+        ? 8.0 * double(k.off[r + 1] - k.off[r] + 6) * std::numeric_limits<float>::epsilon() * magnitude(k, r)
+        : 0.0;
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      const bool ok = tol == 0.0 ? same(e[i], g[i]) : std::fabs(double(e[i]) - double(g[i])) <= tol;
+      if (!ok) {
+        std::ostringstream os;
+        os.precision(17);
+        os << "report " << r << (r >= k.n ? " (padding)" : "") << " output " << i << ": scalar " << e[i]
+           << " vs " << g[i] << " (tol " << tol << ")";
+        return os.str();
+      }
+    }
+  }
+  return "";
+}
+
+std::vector<SimdLevel> levels_under_test() {
+  std::vector<SimdLevel> run;
+  const auto sup = supported_levels();
+  for (auto l : compiled_levels()) {
+    if (std::find(sup.begin(), sup.end(), l) != sup.end()) run.push_back(l);
+    else WARN("SIMD level " << to_string(l) << " is compiled but not supported by this CPU: skipped");
+  }
+  return run;
+}
+
+const char* name(Strategy s) {
+  switch (s) {
+    case Strategy::automatic: return "automatic";
+    case Strategy::transpose: return "transpose";
+    case Strategy::gather: return "gather";
+    case Strategy::tokens: return "tokens";
+  }
+  return "?";
+}
+
+template <class T>
+void sweep() {
+  const auto levels = levels_under_test();
+  const std::size_t counts[] = {0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100};
+  const std::size_t lengths[] = {1, 2, 3, 4, 7, 8, 9, 16, 17, 33};
+  const Strategy strategies[] = {Strategy::automatic, Strategy::transpose, Strategy::gather, Strategy::tokens};
+  std::size_t runs = 0, failures = 0;
+  std::uint64_t seed = 1;
+  for (std::size_t n : counts)
+    for (std::size_t len : lengths)
+      for (bool uniform : {true, false})
+        for (std::size_t heads : {1, 2, 3, 5})
+          for (std::size_t axes : {1, 2, 3}) {
+            const Case k = make_case(n, len, uniform, heads, axes, seed++);
+            for (auto level : levels)
+              for (auto how : strategies) {
+                ++runs;
+                const std::string err = compare<T>(k, level, how);
+                if (!err.empty() && ++failures <= 10)
+                  FAIL_CHECK(to_string(level) << " " << name(how) << " n=" << n << " len=" << len
+                                              << (uniform ? " uniform" : " ragged") << " heads=" << heads
+                                              << " axes=" << axes << ": " << err);
+              }
+          }
+  INFO(runs << " kernel runs");
+  CHECK(failures == 0);
+}
+
+}  // namespace
+
+TEST_CASE("f64 kernels are bit-identical to the scalar reference at every level", "[kernels]") { sweep<double>(); }
+
+TEST_CASE("f32 kernels agree with the scalar reference within the stated tolerance", "[kernels]") { sweep<float>(); }
+
+TEST_CASE("f64 special values (signed zeros, infinities, NaN, subnormals) match the reference", "[kernels]") {
+  const double specials[] = {0.0, -0.0, 1.0, -1.0, std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(),
+                             std::numeric_limits<double>::denorm_min(), 1e308, -1e308, 3.0};
+  std::mt19937_64 rng(42);
+  std::uniform_int_distribution<std::size_t> pick(0, std::size(specials) - 1);
+  for (auto level : levels_under_test())
+    for (bool uniform : {true, false})
+      for (std::size_t len : {1, 3, 8, 17}) {
+        Case k = make_case(37, len, uniform, 3, 2, 7 + len);
+        for (auto* rows : {&k.axis, &k.weight})
+          for (auto& row : *rows)
+            for (auto& v : row)
+              if (rng() % 3 == 0) v = specials[pick(rng)];
+        for (auto how : {Strategy::automatic, Strategy::transpose, Strategy::gather}) {
+          const std::string err = compare<double>(k, level, how);
+          INFO(to_string(level) << " " << name(how) << " len=" << len << ": " << err);
+          CHECK(err.empty());
+        }
+      }
+}
+
+TEST_CASE("every built level is listed; unsupported levels fail with a clear error", "[kernels]") {
+  const auto built = compiled_levels(), sup = supported_levels();
+  REQUIRE(!built.empty());
+  CHECK(built.front() == SimdLevel::scalar);
+  CHECK(sup.front() == SimdLevel::scalar);
+  for (auto l : sup) CHECK(std::find(built.begin(), built.end(), l) != built.end());
+  const Case k = make_case(20, 3, true, 2, 2, 99);
+  for (auto l : {SimdLevel::scalar, SimdLevel::sse2, SimdLevel::avx2, SimdLevel::avx512}) {
+    Run<double> run(k, k.n, 0.0);
+    if (std::find(sup.begin(), sup.end(), l) != sup.end()) {
+      CHECK_NOTHROW(compute_metrics(run.args, l));
+    } else {
+      WARN("SIMD level " << to_string(l) << " not supported here: checking that it is refused");
+      CHECK_THROWS_AS(compute_metrics(run.args, l), UsageError);
+      CHECK_THROWS_WITH(compute_metrics(run.args, l), Catch::Contains(std::string(to_string(l))));
+    }
+  }
+}
+
+TEST_CASE("HEADSEP_SIMD forces a level, and refuses unknown or unsupported ones", "[kernels]") {
+  const char* old = std::getenv("HEADSEP_SIMD");
+  const std::string saved = old ? old : "";
+  ::setenv("HEADSEP_SIMD", "scalar", 1);
+  CHECK(default_level() == SimdLevel::scalar);
+  ::setenv("HEADSEP_SIMD", "avx9000", 1);
+  CHECK_THROWS_AS(default_level(), UsageError);
+  const auto sup = supported_levels();
+  for (auto l : compiled_levels())
+    if (std::find(sup.begin(), sup.end(), l) == sup.end()) {
+      ::setenv("HEADSEP_SIMD", std::string(to_string(l)).c_str(), 1);
+      CHECK_THROWS_AS(default_level(), UsageError);
+    }
+  ::unsetenv("HEADSEP_SIMD");
+  CHECK(default_level() == sup.back());
+  if (old) ::setenv("HEADSEP_SIMD", saved.c_str(), 1);
+}
