@@ -12,6 +12,7 @@ struct Schema {
   std::vector<std::string> feature_names;   ///< numeric feature columns, index = ReportBatch::features
   std::vector<std::string> scenario_names;  ///< may grow while streaming; batches refer to it by index
   std::uint32_t given_heads = 0;            ///< N when the data itself carries single + N head weights
+  bool names_scenarios = false;             ///< the data names each report's scenarios (batches fill `scenarios`)
 };
 
 /// A chunk of reports in structure-of-arrays form.

@@ -2,6 +2,7 @@
 // Exit status: 0 ok, 1 bad input or plugin error (message on stderr), 2 usage error.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "headsep/error.hpp"
 #include "headsep/kernels.hpp"
 #include "headsep/output.hpp"
+#include "headsep/plugin.h"
+#include "headsep/plugin_host.hpp"
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
 
@@ -23,32 +26,96 @@ using namespace headsep;
 
 struct RunArgs {
   std::string input, axes{kSeedAxes}, format = "text", output, simd, precision = "f64";
+  std::string scenario, weighting;             // plugin names
+  std::vector<std::string> params;             // -p [plugin.]key=value
+  std::vector<std::string> plugin_dirs;        // --plugin-dir
   std::vector<std::string> reports;
   unsigned threads = 0;
   std::size_t chunk = 8192;
 };
 
-struct Totals : ResultSink {
-  ResultSink* next = nullptr;
-  std::uint64_t rows = 0;
-  void consume(const BatchResult& r) override {
-    rows += r.batch->source_rows;
-    next->consume(r);
-  }
+std::string join(const std::vector<std::string>& v, const char* sep = ",") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+/// What a run needs: plugins loaded, source opened, weighting created, axes bound. Members are
+/// destroyed in reverse order: the weighting (which refers to the source's schema) first.
+struct Setup {
+  PluginRegistry registry;
+  std::unique_ptr<ReportSource> source;
+  std::unique_ptr<Weighting> weighting;
+  AxisMap axes;
 };
 
-int run_csv(const RunArgs& a, std::string_view bytes = {}) {
-  auto specs = parse_axes(a.axes);
-  const Format format = parse_format(a.format);  // usage errors before any file is touched
-  CsvSourceOptions so;
-  so.path = a.input;
-  so.bytes = bytes;
-  so.features = axis_columns(specs);
-  so.reports = a.reports;
-  auto source = open_csv_source(so);
-  auto axes = AxisMap::bind(specs, source->schema().feature_names);
-  auto weighting = make_table_weighting(source->schema().given_heads);
+PluginRegistry load_registry(const std::vector<std::string>& cli_dirs) {
+  for (const auto& d : cli_dirs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(d, ec)) throw UsageError("--plugin-dir " + d + ": no such directory");
+  }
+  return PluginRegistry::discover(plugin_search_path(cli_dirs));
+}
 
+bool given(const std::vector<std::string>& params, const PluginInfo& p, const std::string& key) {
+  for (const auto& item : params) {
+    auto k = item.substr(0, item.find('='));
+    if (k == key || k == p.name + "." + key || k == "scenario." + key) return true;
+  }
+  return false;
+}
+
+bool declares(const PluginInfo& p, const std::string& key) {
+  for (const auto& q : p.params)
+    if (q.name == key) return true;
+  return false;
+}
+
+/// Builds (source, weighting, axes) from the arguments; every plugin is loaded here, before
+/// any worker thread starts. `--input FILE` = `--scenario csv -p path=FILE --weighting table`.
+Setup build_setup(const RunArgs& a) {
+  auto specs = parse_axes(a.axes);
+  std::string scenario = a.scenario, weighting = a.weighting;
+  std::vector<std::string> params = a.params;
+  if (!a.input.empty()) {
+    if (!scenario.empty()) throw UsageError("--input and --scenario exclude each other (--input FILE = --scenario csv -p path=FILE)");
+    scenario = "csv";
+    params.insert(params.begin(), "csv.path=" + a.input);
+    if (weighting.empty()) weighting = "table";
+  }
+  if (scenario.empty()) throw UsageError("run needs --scenario NAME or --input FILE (see 'headsep plugins')");
+
+  Setup s;
+  s.registry = load_registry(a.plugin_dirs);
+  const PluginInfo& sp = s.registry.require(scenario, PluginKind::scenario);
+  // The scenario generator reads the columns the axes use, and the reports asked for.
+  if (declares(sp, "features") && !given(params, sp, "features"))
+    params.push_back(sp.name + ".features=" + join(axis_columns(specs)));
+  if (!a.reports.empty()) {
+    if (!declares(sp, "report")) throw UsageError("--report: scenario plugin '" + sp.name + "' does not select reports");
+    params.push_back(sp.name + ".report=" + join(a.reports));
+  }
+  const PluginInfo* wp = nullptr;
+  if (!weighting.empty()) wp = &s.registry.require(weighting, PluginKind::weighting);
+  // Split -p items before opening anything, so a typo is a usage error, not a half-open run.
+  PluginInfo none;
+  none.kind = PluginKind::weighting;
+  none.name = "(none)";
+  auto [sparams, wparams] = split_params(params, sp, wp ? *wp : none);
+  s.source = open_scenario_plugin(s.registry, scenario, sparams);
+  if (!wp) {
+    if (s.source->schema().given_heads == 0)
+      throw UsageError("run needs --weighting NAME: the data of scenario plugin '" + scenario +
+                       "' carries no weights (try axis-focus or uniform; see 'headsep plugins')");
+    wp = &s.registry.require("table", PluginKind::weighting);
+  }
+  s.weighting = open_weighting_plugin(s.registry, wp->name, wparams, s.source->schema());
+  s.axes = AxisMap::bind(specs, s.source->schema().feature_names);
+  for (const auto& f : s.registry.failures()) std::fprintf(stderr, "headsep: warning: skipped %s\n", f.what.c_str());
+  return s;
+}
+
+RunOptions run_options(const RunArgs& a) {
   RunOptions opt;
   opt.chunk_reports = a.chunk;
   opt.threads = a.threads;
@@ -56,27 +123,98 @@ int run_csv(const RunArgs& a, std::string_view bytes = {}) {
   if (a.precision == "f64") opt.precision = Precision::f64;
   else if (a.precision == "f32") opt.precision = Precision::f32;
   else throw UsageError("--precision must be f64 or f32");
+  return opt;
+}
 
-  RunInfo info{axes.names(), weighting->heads()};
+/// Runs a set-up source/weighting into the chosen output; the file appears only when complete.
+int execute(Setup& s, const RunArgs& a) {
+  const Format format = parse_format(a.format);
+  RunOptions opt = run_options(a);
+  RunInfo info{s.axes.names(), s.weighting->heads()};
   OutputFile out(a.output);
   auto writer = make_writer(format, out, info);
-  Totals totals;
-  totals.next = writer.get();
-  run(*source, *weighting, axes, opt, totals);
-  writer->finish(source->rows_read(), totals.rows);
+  RunStats stats = run(*s.source, *s.weighting, s.axes, opt, {writer.get()});
+  writer->finish(s.source->rows_read(), stats.source_rows);
   out.commit();
   return 0;
 }
 
+int run_cmd(const RunArgs& a) {
+  parse_format(a.format);  // usage errors before any plugin is loaded or file touched
+  run_options(a);
+  Setup s = build_setup(a);
+  return execute(s, a);
+}
+
+/// The seed exercise from the bundled CSV, with the core's reader (no plugin needed).
+int example_cmd() {
+  RunArgs a;
+  Setup s;
+  CsvSourceOptions so;
+  so.path = "qkv-multihead-report-scenarios.csv";
+  so.bytes = seed_csv;
+  auto specs = parse_axes(a.axes);
+  so.features = axis_columns(specs);
+  so.reports = {"ops_pressure_return"};
+  s.source = open_csv_source(so);
+  s.axes = AxisMap::bind(specs, s.source->schema().feature_names);
+  s.weighting = make_table_weighting(s.source->schema().given_heads);
+  return execute(s, a);
+}
+
+int plugins_cmd(const std::vector<std::string>& dirs, const std::string& name) {
+  auto reg = load_registry(dirs);
+  for (const auto& f : reg.failures()) std::fprintf(stderr, "headsep: warning: skipped %s\n", f.what.c_str());
+  if (!name.empty()) {
+    const PluginInfo* p = reg.find(name);
+    if (!p) {
+      std::string msg = "no plugin named '" + name + "' (see 'headsep plugins')";
+      throw PluginError(msg);
+    }
+    std::printf("%s (%s plugin) %s\n", p->name.c_str(), std::string(to_string(p->kind)).c_str(), p->version.c_str());
+    std::printf("  %s\n", p->description.c_str());
+    std::printf("  file: %s\n  abi:  %u.%u\n", p->file.string().c_str(), p->abi_major, p->abi_minor);
+    if (p->params.empty()) {
+      std::printf("parameters: none\n");
+      return 0;
+    }
+    std::printf("parameters (-p key=value):\n");
+    for (const auto& q : p->params) {
+      std::string def = q.default_value ? "default: " + (q.default_value->empty() ? std::string("\"\"") : *q.default_value)
+                                        : std::string("required");
+      std::printf("  %-18s %-6s %s\n", q.name.c_str(), std::string(to_string(q.type)).c_str(), def.c_str());
+      if (!q.help.empty()) std::printf("  %-18s        %s\n", "", q.help.c_str());
+    }
+    return 0;
+  }
+  std::printf("%-10s %-14s %-8s %-4s %s\n", "KIND", "NAME", "VERSION", "ABI", "FILE");
+  for (int kind = 1; kind <= 2; ++kind)
+    for (const auto& p : reg.plugins()) {
+      if (static_cast<int>(p.kind) != kind) continue;
+      std::string abi = std::to_string(p.abi_major) + "." + std::to_string(p.abi_minor);
+      std::printf("%-10s %-14s %-8s %-4s %s\n", std::string(to_string(p.kind)).c_str(), p.name.c_str(), p.version.c_str(),
+                  abi.c_str(), p.file.string().c_str());
+      std::printf("%-10s %s\n", "", p.description.c_str());
+    }
+  if (reg.plugins().empty()) {
+    std::string where;
+    for (const auto& d : reg.dirs()) where += " " + d.string();
+    std::printf("(no plugins found; searched:%s)\n", where.empty() ? " nothing" : where.c_str());
+  }
+  return 0;
+}
+
 int info_cmd() {
-  auto join = [](const std::vector<SimdLevel>& v) {
+  auto join_levels = [](const std::vector<SimdLevel>& v) {
     std::string s;
     for (auto l : v) s += (s.empty() ? "" : " ") + std::string(to_string(l));
     return s;
   };
   std::printf("headsep %s\n", "0.1.0");
-  std::printf("simd compiled:  %s\n", join(compiled_levels()).c_str());
-  std::printf("simd supported: %s\n", join(supported_levels()).c_str());
+  std::printf("plugin abi:     %d.%d\n", HEADSEP_PLUGIN_ABI_MAJOR, HEADSEP_PLUGIN_ABI_MINOR);
+  std::printf("plugin folder:  %s\n", builtin_plugin_dir().string().c_str());
+  std::printf("simd compiled:  %s\n", join_levels(compiled_levels()).c_str());
+  std::printf("simd supported: %s\n", join_levels(supported_levels()).c_str());
   std::printf("simd chosen:    %s\n", std::string(to_string(default_level())).c_str());
   return 0;
 }
@@ -86,12 +224,16 @@ int info_cmd() {
 int main(int argc, char** argv) {
   CLI::App app{"headsep — how multi-head attention keeps relations apart"};
   app.require_subcommand(1);
-  RunArgs ex, ra;
+  RunArgs ra;
 
   auto* example = app.add_subcommand("example", "Print the seed exercise's output, computed from the bundled seed CSV");
 
-  auto* runc = app.add_subcommand("run", "Analyse a report set");
-  runc->add_option("--input,-i", ra.input, "CSV in the seed schema ('-' = stdin)")->required();
+  auto* runc = app.add_subcommand("run", "Analyse a report set: a scenario generator through a weighting scheme");
+  runc->add_option("--scenario,-s", ra.scenario, "Scenario generator plugin (see 'headsep plugins')");
+  runc->add_option("--weighting,-w", ra.weighting, "Weighting scheme plugin (default: table when the data carries weights)");
+  runc->add_option("-p,--param", ra.params, "Plugin parameter [plugin.]key=value (repeatable)");
+  runc->add_option("--plugin-dir", ra.plugin_dirs, "Search this folder for plugins first (repeatable)");
+  runc->add_option("--input,-i", ra.input, "CSV in the seed schema ('-' = stdin): --scenario csv -p path=FILE --weighting table");
   runc->add_option("--report", ra.reports, "Report id to analyse (repeatable; default: all)");
   runc->add_option("--axes", ra.axes, "Context axes, e.g. 'd=decision_axis;ec=evidence_axis+condition_axis'")
       ->capture_default_str();
@@ -102,6 +244,12 @@ int main(int argc, char** argv) {
   runc->add_option("--precision", ra.precision, "f64 (default, the seed's arithmetic) or f32")->capture_default_str();
   runc->add_option("--chunk", ra.chunk, "Reports per batch")->check(CLI::PositiveNumber)->capture_default_str();
 
+  std::vector<std::string> list_dirs;
+  std::string list_name;
+  auto* pluginsc = app.add_subcommand("plugins", "List the plugins found, or show one plugin's parameters");
+  pluginsc->add_option("name", list_name, "Plugin to describe");
+  pluginsc->add_option("--plugin-dir", list_dirs, "Search this folder for plugins first (repeatable)");
+
   auto* infoc = app.add_subcommand("info", "Show build and CPU capabilities");
 
   try {
@@ -111,12 +259,9 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   try {
-    if (*example) {
-      ex.input = "qkv-multihead-report-scenarios.csv";
-      ex.reports = {"ops_pressure_return"};
-      return run_csv(ex, seed_csv);
-    }
-    if (*runc) return run_csv(ra);
+    if (*example) return example_cmd();
+    if (*runc) return run_cmd(ra);
+    if (*pluginsc) return plugins_cmd(list_dirs, list_name);
     if (*infoc) return info_cmd();
   } catch (const UsageError& e) {
     std::fprintf(stderr, "headsep: %s\n", e.what());

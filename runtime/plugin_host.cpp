@@ -1,0 +1,819 @@
+// The host side of the plugin ABI: discovery, version checks, and RAII wrappers that turn a
+// loaded plugin into a ReportSource or a Weighting. See include/headsep/plugin.h and
+// docs/PLUGINS.md for the contract checked here.
+#include "headsep/plugin_host.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <system_error>
+
+#include "headsep/plugin.h"
+
+namespace headsep {
+
+namespace fs = std::filesystem;
+
+struct PluginRegistry::Entry {
+  std::shared_ptr<boost::dll::shared_library> lib;
+  headsep_plugin_descriptor d{};  // the plugin's descriptor, fields beyond its struct_size zeroed
+  PluginInfo info;
+};
+
+namespace {
+
+using Entry = PluginRegistry::Entry;
+
+std::string last_error_of(const Entry& e) {
+  const char* m = nullptr;
+  try {
+    m = e.d.last_error();
+  } catch (...) {
+  }
+  return m && *m ? std::string(m) : std::string("(the plugin gave no message)");
+}
+
+bool valid_name(const char* s) {
+  if (!s || !*s) return false;
+  for (const char* p = s; *p; ++p)
+    if (!(std::isalnum(static_cast<unsigned char>(*p)) || *p == '-' || *p == '_' || *p == '.')) return false;
+  return true;
+}
+
+std::shared_ptr<Entry> load_entry(const fs::path& file) {
+  const std::string f = file.string();
+  auto lib = std::make_shared<boost::dll::shared_library>();
+  try {
+    lib->load(file, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    // Boost appends dlerror()'s text; keep just that part when present.
+    auto pos = why.find("dlerror system message: ");
+    if (pos != std::string::npos) why = why.substr(pos + 24);
+    if (!why.empty() && why.back() == ')') why.pop_back();
+    throw PluginError(f + ": not a loadable shared library: " + why);
+  }
+  if (!lib->has(HEADSEP_PLUGIN_ENTRY_SYMBOL))
+    throw PluginError(f + ": no entry symbol '" HEADSEP_PLUGIN_ENTRY_SYMBOL
+                          "' (not a headsep plugin, or the symbol is not exported: use HEADSEP_PLUGIN_EXPORT or the SDK macros)");
+  const headsep_plugin_descriptor* raw = nullptr;
+  try {
+    raw = lib->get<const headsep_plugin_descriptor*()>(HEADSEP_PLUGIN_ENTRY_SYMBOL)();
+  } catch (...) {
+    throw PluginError(f + ": " HEADSEP_PLUGIN_ENTRY_SYMBOL "() threw an exception");
+  }
+  if (!raw) throw PluginError(f + ": " HEADSEP_PLUGIN_ENTRY_SYMBOL "() returned NULL");
+  // Version check first: nothing else of a foreign major is read or called.
+  std::uint32_t head[3];
+  std::memcpy(head, raw, sizeof head);
+  const std::string ours = std::to_string(HEADSEP_PLUGIN_ABI_MAJOR) + "." + std::to_string(HEADSEP_PLUGIN_ABI_MINOR);
+  if (head[0] != HEADSEP_PLUGIN_ABI_MAJOR)
+    throw PluginError(f + ": built for plugin ABI " + std::to_string(head[0]) + "." + std::to_string(head[1]) +
+                      ", but this headsep speaks ABI " + ours + " and loads only major version " +
+                      std::to_string(HEADSEP_PLUGIN_ABI_MAJOR) + " (rebuild the plugin against this headsep's plugin.h)");
+  if (head[2] < offsetof(headsep_plugin_descriptor, kind) + sizeof(std::uint32_t))
+    throw PluginError(f + ": descriptor struct_size " + std::to_string(head[2]) + " is too small to be a descriptor");
+  auto e = std::make_shared<Entry>();
+  e->lib = std::move(lib);
+  std::memcpy(&e->d, raw, std::min<std::size_t>(head[2], sizeof(headsep_plugin_descriptor)));
+  const auto& d = e->d;
+  auto missing = [&](const char* field, const char* what) {
+    std::string who = valid_name(d.name) ? std::string("plugin '") + d.name + "'" : std::string("plugin");
+    return PluginError(f + ": " + who + " lacks required descriptor field '" + field + "' (" + what +
+                       "; NULL or beyond its struct_size of " + std::to_string(head[2]) + " bytes)");
+  };
+  if (d.kind != HEADSEP_KIND_SCENARIO && d.kind != HEADSEP_KIND_WEIGHTING)
+    throw PluginError(f + ": unknown plugin kind " + std::to_string(d.kind) + " (1 = scenario, 2 = weighting)");
+  if (!d.name) throw missing("name", "the plugin's name");
+  if (!valid_name(d.name)) throw PluginError(f + ": invalid plugin name '" + std::string(d.name) + "' (use letters, digits, '-', '_', '.')");
+  if (!d.version) throw missing("version", "a version string");
+  if (!d.description) throw missing("description", "a one-line description");
+  if (!d.last_error) throw missing("last_error", "function");
+  if (d.kind == HEADSEP_KIND_SCENARIO) {
+    if (!d.open) throw missing("open", "function");
+    if (!d.describe) throw missing("describe", "function");
+    if (!d.next_chunk) throw missing("next_chunk", "function");
+    if (!d.close) throw missing("close", "function");
+  } else {
+    if (!d.create) throw missing("create", "function");
+    if (!d.describe_weighting) throw missing("describe_weighting", "function");
+    if (!d.weights) throw missing("weights", "function");
+    if (!d.destroy) throw missing("destroy", "function");
+  }
+  if (d.n_params && !d.params) throw missing("params", "a table of n_params entries");
+  PluginInfo& info = e->info;
+  info.kind = static_cast<PluginKind>(d.kind);
+  info.name = d.name;
+  info.version = d.version;
+  info.description = d.description;
+  info.abi_major = head[0];
+  info.abi_minor = head[1];
+  info.file = file;
+  std::set<std::string> seen;
+  for (std::uint32_t i = 0; i < d.n_params; ++i) {
+    const auto& p = d.params[i];
+    if (!valid_name(p.name)) throw PluginError(f + ": parameter " + std::to_string(i + 1) + " has no valid name");
+    if (p.type < HEADSEP_PARAM_STRING || p.type > HEADSEP_PARAM_BOOL)
+      throw PluginError(f + ": parameter '" + p.name + "' has unknown type " + std::to_string(p.type));
+    if (!seen.insert(p.name).second) throw PluginError(f + ": parameter '" + std::string(p.name) + "' declared twice");
+    PluginParamInfo pi;
+    pi.name = p.name;
+    pi.type = static_cast<ParamType>(p.type);
+    if (p.default_value) pi.default_value = p.default_value;
+    if (p.help) pi.help = p.help;
+    info.params.push_back(std::move(pi));
+  }
+  return e;
+}
+
+// ---- parameters ---------------------------------------------------------------------------
+
+std::optional<std::string> canonical_value(ParamType t, const std::string& v) {
+  switch (t) {
+    case ParamType::string:
+      return v;
+    case ParamType::integer: {
+      std::int64_t x = 0;
+      const char* b = v.data() + (v.size() > 1 && v[0] == '+' ? 1 : 0);
+      auto [p, ec] = std::from_chars(b, v.data() + v.size(), x);
+      if (ec != std::errc() || p != v.data() + v.size() || b == v.data() + v.size()) return std::nullopt;
+      return std::to_string(x);
+    }
+    case ParamType::real: {
+      double x = 0;
+      const char* b = v.data() + (v.size() > 1 && v[0] == '+' ? 1 : 0);
+      auto [p, ec] = std::from_chars(b, v.data() + v.size(), x);
+      if (ec != std::errc() || p != v.data() + v.size() || b == v.data() + v.size() || !std::isfinite(x)) return std::nullopt;
+      char buf[64];
+      auto r = std::to_chars(buf, buf + sizeof buf, x);
+      return std::string(buf, r.ptr);
+    }
+    case ParamType::boolean: {
+      std::string l;
+      for (char c : v) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (l == "true" || l == "1" || l == "yes" || l == "on") return std::string("true");
+      if (l == "false" || l == "0" || l == "no" || l == "off") return std::string("false");
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string type_help(ParamType t) {
+  switch (t) {
+    case ParamType::string: return "a string";
+    case ParamType::integer: return "an integer";
+    case ParamType::real: return "a finite number";
+    case ParamType::boolean: return "a boolean (true/false, 1/0, yes/no, on/off)";
+  }
+  return "?";
+}
+
+std::string param_list(const PluginInfo& p) {
+  std::string s;
+  for (const auto& q : p.params) s += (s.empty() ? "" : ", ") + q.name;
+  return s.empty() ? "(none)" : s;
+}
+
+std::vector<headsep_param> c_params(const PluginParams& resolved) {
+  std::vector<headsep_param> v;
+  for (const auto& [k, val] : resolved) v.push_back({k.c_str(), val.c_str()});
+  return v;
+}
+
+// ---- scenario generators ------------------------------------------------------------------
+
+class PluginSource;
+
+// The host side of headsep_chunk_out: callbacks write straight into a ReportBatch.
+struct ChunkSink {
+  headsep_chunk_out c;  // first member: callbacks cast the pointer back
+  ReportBatch* b = nullptr;
+  std::uint64_t max_reports = 0, n_reports = 0;
+  std::uint32_t n_features = 0, given_heads = 0;
+  bool offsets_set = false;
+  std::vector<char> feature_set;
+  std::vector<std::string> scenarios;
+  std::string error;
+
+  static ChunkSink* self(headsep_chunk_out* o) { return reinterpret_cast<ChunkSink*>(o); }
+  static std::uint64_t* token_offsets(headsep_chunk_out* o, std::uint64_t n) {
+    auto* s = self(o);
+    if (s->offsets_set) return s->fail<std::uint64_t>("token_offsets() called twice");
+    if (n == 0 || n > s->max_reports)
+      return s->fail<std::uint64_t>("token_offsets(" + std::to_string(n) + "): a chunk holds 1.." +
+                                    std::to_string(s->max_reports) + " reports");
+    try {
+      s->b->token_offset.resize(n + 1);
+    } catch (...) {
+      return s->fail<std::uint64_t>("out of memory for token offsets");
+    }
+    s->offsets_set = true;
+    s->n_reports = n;
+    return s->b->token_offset.data();
+  }
+  static double* feature(headsep_chunk_out* o, std::uint32_t f, std::uint64_t n) {
+    auto* s = self(o);
+    if (f >= s->n_features)
+      return s->fail<double>("feature(" + std::to_string(f) + "): the schema has " + std::to_string(s->n_features) + " features");
+    try {
+      s->b->features[f].resize(n);
+    } catch (...) {
+      return s->fail<double>("out of memory for feature values");
+    }
+    s->feature_set[f] = 1;
+    return s->b->features[f].data();
+  }
+  static std::int32_t scenario(headsep_chunk_out* o, const char* name, std::uint64_t len) {
+    auto* s = self(o);
+    if (!name || len == 0) return s->fail_code("scenario(): empty scenario name");
+    try {
+      s->scenarios.emplace_back(name, len);
+    } catch (...) {
+      return s->fail_code("out of memory");
+    }
+    return 0;
+  }
+  static double* given_weights(headsep_chunk_out* o, std::uint32_t slot, std::uint32_t row, std::uint64_t n) {
+    auto* s = self(o);
+    if (s->given_heads == 0) return s->fail<double>("given_weights(): the schema declares no given heads");
+    if (row > s->given_heads || slot >= 4096)
+      return s->fail<double>("given_weights(" + std::to_string(slot) + ", " + std::to_string(row) + "): row must be 0.." +
+                             std::to_string(s->given_heads));
+    const std::size_t i = std::size_t(slot) * (s->given_heads + 1) + row;
+    try {
+      if (s->b->given_weights.size() <= i) s->b->given_weights.resize(i + 1);
+      s->b->given_weights[i].resize(n);
+    } catch (...) {
+      return s->fail<double>("out of memory for given weights");
+    }
+    return s->b->given_weights[i].data();
+  }
+  static std::int32_t report_id(headsep_chunk_out* o, const char* id, std::uint64_t len) {
+    auto* s = self(o);
+    try {
+      s->b->report_ids.emplace_back(id ? id : "", id ? len : 0);
+    } catch (...) {
+      return s->fail_code("out of memory");
+    }
+    return 0;
+  }
+  static std::int32_t token_name(headsep_chunk_out* o, const char* name, std::uint64_t len) {
+    auto* s = self(o);
+    try {
+      s->b->token_names.emplace_back(name ? name : "", name ? len : 0);
+    } catch (...) {
+      return s->fail_code("out of memory");
+    }
+    return 0;
+  }
+
+  template <class T>
+  T* fail(std::string why) {
+    if (error.empty()) error = std::move(why);
+    return nullptr;
+  }
+  std::int32_t fail_code(std::string why) {
+    if (error.empty()) error = std::move(why);
+    return 1;
+  }
+
+  ChunkSink(ReportBatch& batch, std::uint64_t max, std::uint32_t features, std::uint32_t heads)
+      : b(&batch), max_reports(max), n_features(features), given_heads(heads), feature_set(features, 0) {
+    c = headsep_chunk_out{};
+    c.struct_size = sizeof(headsep_chunk_out);
+    c.token_offsets = &token_offsets;
+    c.feature = &feature;
+    c.scenario = &scenario;
+    c.given_weights = &given_weights;
+    c.report_id = &report_id;
+    c.token_name = &token_name;
+    // Reuse the batch's buffers without zeroing: the plugin writes every element it asks for.
+    b->features.resize(features);
+    b->report_ids.clear();
+    b->token_names.clear();
+    b->scenarios.clear();
+    b->given_weights.clear();
+    b->source_rows = 0;
+  }
+};
+
+class PluginSource final : public ReportSource {
+ public:
+  PluginSource(std::shared_ptr<const Entry> e, const PluginParams& resolved) : e_(std::move(e)) {
+    const auto& d = e_->d;
+    auto cp = c_params(resolved);
+    headsep_status st = HEADSEP_ERROR;
+    std::string thrown;
+    try {
+      st = d.open(cp.data(), static_cast<std::uint32_t>(cp.size()), &state_);
+    } catch (const std::exception& ex) {
+      thrown = ex.what();
+    } catch (...) {
+      thrown = "unknown";
+    }
+    if (!thrown.empty()) throw PluginError(e_->info.label() + ": open() let a C++ exception escape: " + thrown);
+    if (st != HEADSEP_OK) throw PluginError(e_->info.label() + ": open failed: " + last_error_of(*e_));
+    if (!state_) state_ = nullptr;  // a NULL state is allowed (stateless plugins)
+    headsep_schema cs{};
+    try {
+      st = d.describe(state_, &cs);
+    } catch (...) {
+      st = HEADSEP_ERROR;
+    }
+    if (st != HEADSEP_OK) {
+      std::string msg = last_error_of(*e_);
+      d.close(state_);
+      throw PluginError(e_->info.label() + ": describe failed: " + msg);
+    }
+    try {
+      for (std::uint32_t i = 0; i < cs.n_features; ++i) schema_.feature_names.emplace_back(cs.feature_names[i]);
+      for (std::uint32_t i = 0; i < cs.n_scenarios; ++i) intern(cs.scenario_names[i]);
+      schema_.given_heads = cs.given_heads;
+      schema_.names_scenarios = (cs.flags & HEADSEP_SCHEMA_NAMES_SCENARIOS) != 0 || cs.given_heads > 0;
+      random_ = (cs.flags & HEADSEP_SCHEMA_RANDOM_ACCESS) != 0;
+    } catch (...) {
+      d.close(state_);
+      throw;
+    }
+  }
+  ~PluginSource() override {
+    try {
+      e_->d.close(state_);
+    } catch (...) {
+    }
+  }
+
+  const Schema& schema() const override { return schema_; }
+  std::uint64_t rows_read() const override { return rows_read_; }
+  bool random_access() const override { return random_; }
+
+  bool next(ReportBatch& batch, std::size_t max_reports) override {
+    if (ended_) return false;
+    const std::uint64_t index = next_index_;
+    std::vector<std::string> names;
+    if (!produce(index, max_reports, batch, names, &rows_read_)) {
+      ended_ = true;
+      return false;
+    }
+    ++next_index_;
+    for (const auto& n : names) batch.scenarios.push_back(intern(n));
+    batch.first_report = emitted_;
+    emitted_ += batch.n_reports();
+    return true;
+  }
+
+  bool fill(std::uint64_t index, std::size_t chunk_reports, ReportBatch& batch) const override {
+    if (!random_) throw PluginError(e_->info.label() + ": fill() called on a generator without random access");
+    std::vector<std::string> names;
+    if (!produce(index, chunk_reports, batch, names, nullptr)) return false;
+    for (const auto& n : names) {
+      auto it = ids_.find(n);
+      if (it == ids_.end())
+        throw PluginError(e_->info.label() + ": chunk " + std::to_string(index) + " names scenario '" + n +
+                          "', which describe() did not list (random-access generators must list every scenario)");
+      batch.scenarios.push_back(it->second);
+    }
+    batch.first_report = index * chunk_reports;
+    return true;
+  }
+
+ private:
+  std::uint32_t intern(const std::string& name) {
+    auto [it, inserted] = ids_.try_emplace(name, static_cast<std::uint32_t>(schema_.scenario_names.size()));
+    if (inserted) schema_.scenario_names.push_back(name);
+    return it->second;
+  }
+
+  // One next_chunk call, validated. False at the end. Thread-safe when the plugin is random access.
+  bool produce(std::uint64_t index, std::uint64_t max_reports, ReportBatch& batch, std::vector<std::string>& names,
+               std::uint64_t* rows_read) const {
+    if (max_reports == 0) throw Error("chunk size must be at least 1 report");
+    ChunkSink sink(batch, max_reports, static_cast<std::uint32_t>(schema_.feature_names.size()), schema_.given_heads);
+    headsep_status st = HEADSEP_ERROR;
+    std::string thrown;
+    try {
+      st = e_->d.next_chunk(state_, index, max_reports, &sink.c);
+    } catch (const std::exception& ex) {
+      thrown = ex.what();
+    } catch (...) {
+      thrown = "unknown exception";
+    }
+    const std::string where = e_->info.label() + ": chunk " + std::to_string(index);
+    if (!thrown.empty()) throw PluginError(where + ": next_chunk() let a C++ exception escape the C ABI: " + thrown);
+    if (rows_read) *rows_read = std::max(*rows_read, sink.c.rows_read);
+    if (st == HEADSEP_END) {
+      batch.token_offset.assign(1, 0);
+      return false;
+    }
+    if (st != HEADSEP_OK) {
+      throw PluginError(where + ": next_chunk failed: " + (sink.error.empty() ? last_error_of(*e_) : sink.error));
+    }
+    if (!sink.error.empty()) throw PluginError(where + ": " + sink.error);
+    auto bad = [&](const std::string& what) { return PluginError(where + " is malformed: " + what); };
+    if (!sink.offsets_set) throw bad("token_offsets() was never called");
+    const auto& off = batch.token_offset;
+    if (off[0] != 0) throw bad("token_offset[0] must be 0");
+    for (std::size_t r = 0; r < sink.n_reports; ++r)
+      if (off[r + 1] < off[r]) throw bad("token offsets decrease at report " + std::to_string(r + 1));
+    const std::uint64_t n_tokens = off.back();
+    for (std::size_t f = 0; f < schema_.feature_names.size(); ++f) {
+      if (!sink.feature_set[f]) throw bad("feature '" + schema_.feature_names[f] + "' was not written");
+      if (batch.features[f].size() != n_tokens)
+        throw bad("feature '" + schema_.feature_names[f] + "' has " + std::to_string(batch.features[f].size()) +
+                  " values for " + std::to_string(n_tokens) + " tokens");
+    }
+    if (!batch.report_ids.empty() && batch.report_ids.size() != sink.n_reports)
+      throw bad(std::to_string(batch.report_ids.size()) + " report ids for " + std::to_string(sink.n_reports) + " reports");
+    if (!batch.token_names.empty() && batch.token_names.size() != n_tokens)
+      throw bad(std::to_string(batch.token_names.size()) + " token names for " + std::to_string(n_tokens) + " tokens");
+    if (schema_.given_heads) {
+      if (sink.scenarios.empty()) throw bad("given weights need the chunk's scenarios (scenario() was never called)");
+      const std::size_t rows = sink.scenarios.size() * (schema_.given_heads + 1);
+      if (batch.given_weights.size() != rows)
+        throw bad("expected given weights for " + std::to_string(sink.scenarios.size()) + " scenarios x " +
+                  std::to_string(schema_.given_heads + 1) + " rows");
+      for (std::size_t i = 0; i < rows; ++i)
+        if (batch.given_weights[i].size() != n_tokens)
+          throw bad("given weight row " + std::to_string(i) + " has " + std::to_string(batch.given_weights[i].size()) +
+                    " values for " + std::to_string(n_tokens) + " tokens");
+    } else if (!batch.given_weights.empty()) {
+      throw bad("given weights written but the schema declares no given heads");
+    }
+    batch.source_rows = sink.c.source_rows;
+    names = std::move(sink.scenarios);
+    return true;
+  }
+
+  std::shared_ptr<const Entry> e_;  // keeps the library loaded
+  void* state_ = nullptr;
+  Schema schema_;
+  std::map<std::string, std::uint32_t> ids_;
+  bool random_ = false, ended_ = false;
+  std::uint64_t rows_read_ = 0, next_index_ = 0, emitted_ = 0;
+};
+
+// ---- weighting schemes --------------------------------------------------------------------
+
+class PluginWeighting final : public Weighting {
+ public:
+  PluginWeighting(std::shared_ptr<const Entry> e, const PluginParams& resolved, const Schema& schema)
+      : e_(std::move(e)), schema_(&schema) {
+    const auto& d = e_->d;
+    auto cp = c_params(resolved);
+    std::vector<const char*> feats, scens;
+    for (const auto& f : schema.feature_names) feats.push_back(f.c_str());
+    for (const auto& s : schema.scenario_names) scens.push_back(s.c_str());
+    headsep_schema cs{};
+    cs.struct_size = sizeof cs;
+    cs.flags = schema.names_scenarios ? HEADSEP_SCHEMA_NAMES_SCENARIOS : 0u;
+    cs.n_features = static_cast<std::uint32_t>(feats.size());
+    cs.feature_names = feats.data();
+    cs.n_scenarios = static_cast<std::uint32_t>(scens.size());
+    cs.scenario_names = scens.data();
+    cs.given_heads = schema.given_heads;
+    headsep_status st = HEADSEP_ERROR;
+    std::string thrown;
+    try {
+      st = d.create(cp.data(), static_cast<std::uint32_t>(cp.size()), &cs, &state_);
+    } catch (const std::exception& ex) {
+      thrown = ex.what();
+    } catch (...) {
+      thrown = "unknown exception";
+    }
+    if (!thrown.empty()) throw PluginError(e_->info.label() + ": create() let a C++ exception escape: " + thrown);
+    if (st != HEADSEP_OK) throw PluginError(e_->info.label() + ": create failed: " + last_error_of(*e_));
+    headsep_weighting_info wi{};
+    try {
+      st = d.describe_weighting(state_, &wi);
+    } catch (...) {
+      st = HEADSEP_ERROR;
+    }
+    auto fail = [&](const std::string& msg) {
+      d.destroy(state_);
+      return PluginError(e_->info.label() + ": " + msg);
+    };
+    if (st != HEADSEP_OK) throw fail("describe_weighting failed: " + last_error_of(*e_));
+    if (wi.heads == 0) throw fail("declares 0 heads (a scheme has at least one head)");
+    if (wi.layout != HEADSEP_LAYOUT_PER_TOKEN)
+      throw fail("uses weight layout " + std::to_string(wi.layout) +
+                 " (per-query), which this headsep (plugin ABI " + std::to_string(HEADSEP_PLUGIN_ABI_MAJOR) + "." +
+                 std::to_string(HEADSEP_PLUGIN_ABI_MINOR) + ") does not support yet");
+    heads_ = wi.heads;
+    for (std::uint32_t i = 0; i < wi.n_scenarios; ++i) own_.emplace_back(wi.scenario_names[i]);
+    data_scenarios_ = own_.empty() && schema.names_scenarios;
+    if (own_.empty() && !schema.names_scenarios) own_.push_back(e_->info.name);
+  }
+  ~PluginWeighting() override {
+    try {
+      e_->d.destroy(state_);
+    } catch (...) {
+    }
+  }
+
+  std::uint32_t heads() const override { return heads_; }
+  std::vector<std::string> own_scenarios() const override {
+    return data_scenarios_ ? std::vector<std::string>{} : own_;
+  }
+
+  void weights(const ReportBatch& b, std::uint32_t slot, WeightBlock& out) const override {
+    const std::size_t n_tokens = b.n_tokens();
+    if (out.rows.size() != std::size_t(heads_) + 1) out.resize(heads_, n_tokens);
+    std::vector<double*> rows(heads_ + 1);
+    for (std::uint32_t h = 0; h <= heads_; ++h) {
+      if (out.rows[h].size() != n_tokens) out.rows[h].resize(n_tokens);
+      rows[h] = out.rows[h].data();
+    }
+    std::vector<const double*> feats(b.features.size()), given(b.given_weights.size());
+    for (std::size_t f = 0; f < feats.size(); ++f) feats[f] = b.features[f].data();
+    for (std::size_t g = 0; g < given.size(); ++g) given[g] = b.given_weights[g].data();
+    headsep_batch_view v{};
+    v.struct_size = sizeof v;
+    v.n_features = static_cast<std::uint32_t>(feats.size());
+    v.first_report = b.first_report;
+    v.n_reports = b.n_reports();
+    v.n_tokens = n_tokens;
+    v.token_offset = b.token_offset.data();
+    v.features = feats.data();
+    v.n_scenarios = static_cast<std::uint32_t>(b.scenarios.size());
+    v.n_given_rows = static_cast<std::uint32_t>(given.size());
+    v.scenarios = b.scenarios.data();
+    v.given_weights = given.data();
+    headsep_status st = HEADSEP_ERROR;
+    std::string thrown;
+    try {
+      st = e_->d.weights(state_, &v, slot, rows.data());
+    } catch (const std::exception& ex) {
+      thrown = ex.what();
+    } catch (...) {
+      thrown = "unknown exception";
+    }
+    if (!thrown.empty()) throw PluginError(e_->info.label() + ": weights() let a C++ exception escape the C ABI: " + thrown);
+    if (st != HEADSEP_OK)
+      throw PluginError(e_->info.label() + ": weights failed for scenario '" + scenario_name(b, slot) +
+                        "' (reports " + b.report_id(0) + "..): " + last_error_of(*e_));
+    check(b, slot, out);
+  }
+
+ private:
+  std::string scenario_name(const ReportBatch& b, std::uint32_t slot) const {
+    if (!data_scenarios_) return slot < own_.size() ? own_[slot] : "#" + std::to_string(slot);
+    if (slot < b.scenarios.size() && b.scenarios[slot] < schema_->scenario_names.size())
+      return schema_->scenario_names[b.scenarios[slot]];
+    return "#" + std::to_string(slot);
+  }
+
+  // Every weight finite and >= 0; a branch-free pass first, the slow search only on failure.
+  void check(const ReportBatch& b, std::uint32_t slot, const WeightBlock& out) const {
+    bool ok = true;
+    for (std::uint32_t h = 0; h <= heads_; ++h) {
+      const double* w = out.rows[h].data();
+      const std::size_t n = out.rows[h].size();
+      bool row_ok = true;
+      for (std::size_t t = 0; t < n; ++t) row_ok &= (w[t] >= 0.0) & (w[t] <= 1.7976931348623157e308);
+      ok &= row_ok;
+    }
+    if (ok) return;
+    for (std::uint32_t h = 0; h <= heads_; ++h)
+      for (std::size_t r = 0; r < b.n_reports(); ++r)
+        for (auto t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t) {
+          const double v = out.rows[h][t];
+          if (std::isfinite(v) && v >= 0) continue;
+          char num[32];
+          auto res = std::to_chars(num, num + sizeof num, v);
+          throw PluginError(e_->info.label() + ": report '" + b.report_id(r) + "', scenario '" + scenario_name(b, slot) +
+                            "': " + (h ? "head" + std::to_string(h) : std::string("single")) + " weight of token " +
+                            std::to_string(t - b.token_offset[r] + 1) + " is " + std::string(num, res.ptr) +
+                            " (weights must be finite and >= 0)");
+        }
+  }
+
+  std::shared_ptr<const Entry> e_;
+  const Schema* schema_;
+  void* state_ = nullptr;
+  std::uint32_t heads_ = 0;
+  std::vector<std::string> own_;
+  bool data_scenarios_ = false;
+};
+
+}  // namespace
+
+// ---- public API ---------------------------------------------------------------------------
+
+std::string_view to_string(PluginKind kind) noexcept { return kind == PluginKind::scenario ? "scenario" : "weighting"; }
+
+std::string_view to_string(ParamType type) noexcept {
+  switch (type) {
+    case ParamType::string: return "string";
+    case ParamType::integer: return "int";
+    case ParamType::real: return "float";
+    case ParamType::boolean: return "bool";
+  }
+  return "?";
+}
+
+std::string PluginInfo::label() const {
+  return std::string(to_string(kind)) + " plugin '" + name + "' (" + file.string() + ")";
+}
+
+PluginRegistry::PluginRegistry() = default;
+PluginRegistry::~PluginRegistry() = default;
+PluginRegistry::PluginRegistry(PluginRegistry&&) noexcept = default;
+PluginRegistry& PluginRegistry::operator=(PluginRegistry&&) noexcept = default;
+
+PluginInfo inspect_plugin(const fs::path& file) { return load_entry(file)->info; }
+
+PluginRegistry PluginRegistry::discover(const std::vector<fs::path>& dirs) {
+  PluginRegistry reg;
+  reg.dirs_ = dirs;
+  std::set<fs::path> seen_files;
+  const std::string suffix = boost::dll::shared_library::suffix().string();
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    std::vector<fs::path> files;
+    for (const auto& de : fs::directory_iterator(dir, ec)) {
+      const auto name = de.path().filename().string();
+      if (name.empty() || name[0] == '.' || name.size() <= suffix.size()) continue;
+      if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+      if (!de.is_regular_file(ec)) continue;
+      files.push_back(de.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      auto canon = fs::weakly_canonical(f, ec);
+      if (!seen_files.insert(ec ? f : canon).second) continue;  // same file reached twice
+      try {
+        auto e = load_entry(f);
+        if (auto* other = reg.find(e->info.name))
+          throw PluginError("two plugins are named '" + e->info.name + "': " + other->file.string() + " and " +
+                            f.string() + " (remove or rename one)");
+        reg.infos_.push_back(e->info);
+        reg.entries_.push_back(std::move(e));
+      } catch (const PluginError& err) {
+        if (std::string_view(err.what()).starts_with("two plugins")) throw;
+        reg.failures_.push_back({f, err.what()});
+      }
+    }
+  }
+  return reg;
+}
+
+const PluginInfo* PluginRegistry::find(std::string_view name) const noexcept {
+  for (const auto& i : infos_)
+    if (i.name == name) return &i;
+  return nullptr;
+}
+
+std::shared_ptr<const PluginRegistry::Entry> PluginRegistry::entry(std::string_view name) const {
+  for (const auto& e : entries_)
+    if (e->info.name == name) return e;
+  return nullptr;
+}
+
+const PluginInfo& PluginRegistry::require(std::string_view name, PluginKind kind) const {
+  const PluginInfo* p = find(name);
+  if (p && p->kind == kind) return *p;
+  std::string msg;
+  if (p) {
+    msg = std::string("'") + std::string(name) + "' is a " + std::string(to_string(p->kind)) + " plugin (" +
+          p->file.string() + "), not a " + std::string(to_string(kind)) + " plugin";
+  } else {
+    msg = "no " + std::string(to_string(kind)) + " plugin named '" + std::string(name) + "'";
+    std::string avail;
+    for (const auto& i : infos_)
+      if (i.kind == kind) avail += (avail.empty() ? "" : ", ") + i.name;
+    msg += " (available: " + (avail.empty() ? std::string("none") : avail) + "; searched:";
+    if (dirs_.empty()) msg += " no folders";
+    for (const auto& d : dirs_) msg += " " + d.string();
+    msg += ")";
+  }
+  for (const auto& f : failures_) msg += "\n  could not load " + f.what;
+  throw PluginError(msg);
+}
+
+std::vector<fs::path> plugin_search_path(const std::vector<std::string>& cli_dirs) {
+  std::vector<fs::path> out;
+  for (const auto& d : cli_dirs) out.emplace_back(d);
+  if (const char* env = std::getenv("HEADSEP_PLUGIN_PATH")) {
+    std::string_view s(env);
+    while (!s.empty()) {
+      auto p = s.find(':');
+      auto item = s.substr(0, p);
+      if (!item.empty()) out.emplace_back(std::string(item));
+      if (p == std::string_view::npos) break;
+      s.remove_prefix(p + 1);
+    }
+  }
+  if (auto b = builtin_plugin_dir(); !b.empty()) out.push_back(b);
+  return out;
+}
+
+fs::path builtin_plugin_dir() {
+  std::error_code ec;
+  fs::path exe;
+  try {
+    exe = boost::dll::program_location();
+  } catch (...) {
+    return {};
+  }
+  exe = fs::weakly_canonical(exe, ec);
+#if defined(HEADSEP_BUILD_BINARY_DIR) && defined(HEADSEP_BUILD_PLUGIN_DIR)
+  {
+    const fs::path bin = fs::weakly_canonical(HEADSEP_BUILD_BINARY_DIR, ec);
+    auto rel = exe.lexically_relative(bin);
+    if (!ec && !rel.empty() && *rel.begin() != "..") {
+      fs::path p(HEADSEP_BUILD_PLUGIN_DIR);
+      if (fs::is_directory(p, ec)) return p;
+    }
+  }
+#endif
+#ifdef HEADSEP_PLUGIN_DIR_FROM_BIN
+  fs::path p = (exe.parent_path() / HEADSEP_PLUGIN_DIR_FROM_BIN).lexically_normal();
+  if (fs::is_directory(p, ec)) return p;
+#endif
+  return {};
+}
+
+PluginParams resolve_params(const PluginInfo& plugin, const PluginParams& given) {
+  std::map<std::string, std::string> values;
+  for (const auto& [k, v] : given) {
+    auto it = std::find_if(plugin.params.begin(), plugin.params.end(), [&](const auto& p) { return p.name == k; });
+    if (it == plugin.params.end())
+      throw UsageError(std::string(to_string(plugin.kind)) + " plugin '" + plugin.name + "' has no parameter '" + k +
+                       "'; valid parameters: " + param_list(plugin));
+    auto c = canonical_value(it->type, v);
+    if (!c)
+      throw UsageError(std::string(to_string(plugin.kind)) + " plugin '" + plugin.name + "': parameter '" + k +
+                       "' expects " + type_help(it->type) + ", got '" + v + "'");
+    values[k] = *c;
+  }
+  PluginParams out;
+  for (const auto& p : plugin.params) {
+    auto it = values.find(p.name);
+    if (it != values.end()) {
+      out.emplace_back(p.name, it->second);
+    } else if (p.default_value) {
+      out.emplace_back(p.name, *p.default_value);
+    } else {
+      throw UsageError(std::string(to_string(plugin.kind)) + " plugin '" + plugin.name + "' needs parameter '" + p.name +
+                       "' (-p " + p.name + "=VALUE, " + type_help(p.type) + ")" + (p.help.empty() ? "" : ": " + p.help));
+    }
+  }
+  return out;
+}
+
+std::pair<PluginParams, PluginParams> split_params(const std::vector<std::string>& items, const PluginInfo& scenario,
+                                                   const PluginInfo& weighting) {
+  std::pair<PluginParams, PluginParams> out;
+  auto declares = [](const PluginInfo& p, const std::string& k) {
+    return std::any_of(p.params.begin(), p.params.end(), [&](const auto& q) { return q.name == k; });
+  };
+  for (const auto& item : items) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("-p '" + item + "': expected key=value");
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    auto dot = key.find('.');
+    if (dot != std::string::npos) {
+      std::string who = key.substr(0, dot), k = key.substr(dot + 1);
+      bool any = false;
+      if (who == scenario.name || who == "scenario") out.first.emplace_back(k, value), any = true;
+      if (who == weighting.name || who == "weighting") out.second.emplace_back(k, value), any = true;
+      if (!any)
+        throw UsageError("-p '" + item + "': '" + who + "' is neither the scenario plugin ('" + scenario.name +
+                         "') nor the weighting plugin ('" + weighting.name + "')");
+      continue;
+    }
+    bool s = declares(scenario, key), w = declares(weighting, key);
+    if (s) out.first.emplace_back(key, value);
+    if (w) out.second.emplace_back(key, value);
+    if (!s && !w)
+      throw UsageError("-p '" + item + "': no parameter '" + key + "'; valid: scenario plugin '" + scenario.name +
+                       "': " + param_list(scenario) + "; weighting plugin '" + weighting.name + "': " + param_list(weighting));
+  }
+  return out;
+}
+
+std::unique_ptr<ReportSource> open_scenario_plugin(const PluginRegistry& registry, std::string_view name,
+                                                   const PluginParams& params) {
+  const auto& info = registry.require(name, PluginKind::scenario);
+  auto resolved = resolve_params(info, params);
+  return std::make_unique<PluginSource>(registry.entry(name), resolved);
+}
+
+std::unique_ptr<Weighting> open_weighting_plugin(const PluginRegistry& registry, std::string_view name,
+                                                 const PluginParams& params, const Schema& schema) {
+  const auto& info = registry.require(name, PluginKind::weighting);
+  auto resolved = resolve_params(info, params);
+  return std::make_unique<PluginWeighting>(registry.entry(name), resolved, schema);
+}
+
+}  // namespace headsep
