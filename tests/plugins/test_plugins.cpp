@@ -159,7 +159,7 @@ TEST_CASE("parameters are typed and validated", "[plugins]") {
   CHECK_THROWS_AS(split_params({"nokey"}, *reg.find("ops-reports"), *reg.find("uniform")), UsageError);
 }
 
-TEST_CASE("--input is the csv scenario with the table weighting, and matches the seed", "[plugins]") {
+TEST_CASE("run --input is the csv scenario with the table weighting, and matches the seed", "[plugins]") {
   auto shorthand = cli("run --input " + q(kSeedCsv) + " --report ops_pressure_return");
   REQUIRE(shorthand.rc == 0);
   auto example = cli("example");
