@@ -108,7 +108,7 @@ void py_list(std::string& s, const double* v, std::size_t n, std::size_t step = 
 class TextWriter final : public BufferedWriter {
  public:
   using BufferedWriter::BufferedWriter;
-  void consume(const BatchResult& res) override {
+  void consume(const BatchResult& res, SinkPartial*) override {
     const auto& b = *res.batch;
     const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
     std::vector<double> v;
@@ -188,17 +188,49 @@ class TextWriter final : public BufferedWriter {
   bool multi_ = false;
 };
 
-class JsonlWriter final : public BufferedWriter {
+// Rows are formatted on worker threads (prepare) and written in batch order (consume).
+struct Formatted : SinkPartial {
+  std::string bytes;
+};
+
+class RowWriter : public BufferedWriter {
  public:
   using BufferedWriter::BufferedWriter;
-  void consume(const BatchResult& res) override {
+  void prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& partial) const override {
+    auto f = std::make_unique<Formatted>();
+    format(res, f->bytes);
+    partial = std::move(f);
+  }
+  void consume(const BatchResult& res, SinkPartial* partial) override {
+    if (auto* f = dynamic_cast<Formatted*>(partial)) {
+      out_.write(f->bytes);
+    } else {
+      std::string s;
+      format(res, s);
+      out_.write(s);
+    }
+  }
+  void finish(std::uint64_t, std::uint64_t) override {
+    out_.write(buf_);
+    buf_.clear();
+  }
+
+ protected:
+  virtual void format(const BatchResult& res, std::string& s) const = 0;
+};
+
+class JsonlWriter final : public RowWriter {
+ public:
+  using RowWriter::RowWriter;
+
+ protected:
+  void format(const BatchResult& res, std::string& s) const override {
     const auto& b = *res.batch;
     const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
     for (std::size_t r = 0; r < b.n_reports(); ++r) {
       const std::string id = b.report_id(r);
       for (std::size_t j = 0; j < res.metrics.size(); ++j) {
         const auto& m = res.metrics[j];
-        std::string& s = buf_;
         s += "{\"report_id\":";
         append_json_string(s, id);
         s += ",\"scenario\":";
@@ -239,22 +271,16 @@ class JsonlWriter final : public BufferedWriter {
           s += ']';
         }
         s += "}\n";
-        maybe_flush();
       }
     }
   }
-  void finish(std::uint64_t, std::uint64_t) override {
-    out_.write(buf_);
-    buf_.clear();
-  }
 };
 
-class CsvWriter final : public BufferedWriter {
+class CsvWriter final : public RowWriter {
  public:
-  CsvWriter(OutputFile& out, const RunInfo& info) : BufferedWriter(out, info) {
+  CsvWriter(OutputFile& out, const RunInfo& info) : RowWriter(out, info) {
     const auto& ax = info_.axis_names;
-    std::string& s = buf_;
-    s += "report_id,scenario,tokens";
+    std::string s = "report_id,scenario,tokens";
     auto cols = [&](const std::string& prefix) {
       for (const auto& a : ax) {
         s += ',';
@@ -269,8 +295,11 @@ class CsvWriter final : public BufferedWriter {
       for (std::uint32_t i = 1; i <= info_.heads; ++i)
         for (std::uint32_t j = i + 1; j <= info_.heads; ++j) s += ",separation_" + std::to_string(i) + "_" + std::to_string(j);
     s += "\r\n";
+    out_.write(s);
   }
-  void consume(const BatchResult& res) override {
+
+ protected:
+  void format(const BatchResult& res, std::string& s) const override {
     const auto& b = *res.batch;
     const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
     std::string tokens;
@@ -284,7 +313,6 @@ class CsvWriter final : public BufferedWriter {
       tokens += ']';
       for (std::size_t j = 0; j < res.metrics.size(); ++j) {
         const auto& m = res.metrics[j];
-        std::string& s = buf_;
         append_csv_field(s, id);
         s += ',';
         append_csv_field(s, *res.scenario_names[j]);
@@ -308,13 +336,8 @@ class CsvWriter final : public BufferedWriter {
             append_json_number(s, m.pair(p, r));
           }
         s += "\r\n";
-        maybe_flush();
       }
     }
-  }
-  void finish(std::uint64_t, std::uint64_t) override {
-    out_.write(buf_);
-    buf_.clear();
   }
 };
 

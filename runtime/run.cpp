@@ -1,36 +1,135 @@
+// The engine pipeline (oneTBB parallel_pipeline):
+//   serial in order : take the next batch (sequential sources generate it here; random-access
+//                     sources only get an index, and generate in the parallel stage)
+//   parallel        : generate (random access), project axes, weight each scenario, run kernels,
+//                     let sinks prepare (format rows, fill per-chunk sketches)
+//   serial in order : sinks consume (merge, write) — batch order, never thread order
+// At most `in_flight` batches exist at once, so memory is bounded by chunk size x in_flight.
 #include "headsep/run.hpp"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <climits>
 #include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_pipeline.h>
 
 #include "headsep/error.hpp"
 
 namespace headsep {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// Everything one batch needs, recycled through a pool so the steady state allocates little.
+struct Work {
+  std::uint64_t index = 0;
+  ReportBatch batch;
+  std::vector<std::vector<double>> axis64;
+  std::vector<std::vector<float>> axis32, w32;
+  std::vector<float> out32;
+  WeightBlock weights;
+  BatchResult result;
+  std::vector<std::unique_ptr<SinkPartial>> partials;
+};
+
+// Owns every Work, so batches in flight are freed even when a stage throws.
+class WorkPool {
+ public:
+  Work* take() {
+    std::lock_guard lock(mutex_);
+    if (free_.empty()) {
+      all_.push_back(std::make_unique<Work>());
+      return all_.back().get();
+    }
+    Work* w = free_.back();
+    free_.pop_back();
+    return w;
+  }
+  void give(Work* w) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(w);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Work>> all_;
+  std::vector<Work*> free_;
+};
+
+void check_weights(const ReportBatch& batch, const WeightBlock& w, const std::string& scenario) {
+  const std::size_t n = batch.n_tokens();
+  for (std::uint32_t h = 0; h <= w.heads; ++h) {
+    const double* row = w.rows[h].data();
+    bool bad = false;
+    for (std::size_t t = 0; t < n; ++t) bad |= !(row[t] >= 0.0 && row[t] <= 1.7976931348623157e308);
+    if (!bad) continue;
+    for (std::size_t r = 0; r < batch.n_reports(); ++r)
+      for (auto t = batch.token_offset[r]; t < batch.token_offset[r + 1]; ++t)
+        if (!(row[t] >= 0.0 && row[t] <= 1.7976931348623157e308)) {
+          char v[32];
+          std::snprintf(v, sizeof v, "%g", row[t]);
+          throw Error("report '" + batch.report_id(r) + "', scenario '" + scenario + "': " +
+                      (h ? "head" + std::to_string(h) : std::string("single")) + " weight of token " +
+                      std::to_string(t - batch.token_offset[r] + 1) + " is " + v +
+                      " (weights must be finite and >= 0)");
+        }
+  }
+}
+
+void check_results(const ReportBatch& batch, const MetricBlock& m, const std::string& scenario) {
+  bool bad = false;
+  for (double v : m.context) bad |= !std::isfinite(v);
+  for (double v : m.separation) bad |= !std::isfinite(v);
+  if (!bad) return;
+  for (std::size_t r = 0; r < m.n; ++r) {
+    bool ok = std::isfinite(m.separation[r]);
+    for (std::uint32_t h = 0; h <= m.heads; ++h)
+      for (std::uint32_t c = 0; c < m.axes; ++c) ok = ok && std::isfinite(m.ctx(h, c, r));
+    if (!ok)
+      throw Error("report '" + batch.report_id(r) + "', scenario '" + scenario +
+                  "': a context overflowed to a non-finite value (inputs too large)");
+  }
+}
+
 template <class T>
-void compute_slot(const ReportBatch& batch, const std::vector<std::vector<T>>& axis, const WeightBlock& w,
-                  std::vector<std::vector<T>>& wconv, SimdLevel level, MetricBlock& out) {
+void compute_slot(Work& w, const std::vector<std::vector<T>>& axis, SimdLevel level, MetricBlock& out) {
+  const ReportBatch& batch = w.batch;
   const std::size_t n = batch.n_reports();
-  out.resize(w.heads, static_cast<std::uint32_t>(axis.size()), n);
-  std::vector<const T*> axis_ptr, weight_ptr;
-  for (const auto& a : axis) axis_ptr.push_back(a.data());
+  const WeightBlock& wb = w.weights;
+  out.resize(wb.heads, static_cast<std::uint32_t>(axis.size()), n);
+  const T* axis_ptr[64];
+  std::vector<const T*> weight_ptr;
+  if (axis.size() > 64) throw Error("at most 64 context axes are supported");
+  for (std::size_t c = 0; c < axis.size(); ++c) axis_ptr[c] = axis[c].data();
   if constexpr (std::is_same_v<T, double>) {
-    for (const auto& r : w.rows) weight_ptr.push_back(r.data());
+    for (const auto& r : wb.rows) weight_ptr.push_back(r.data());
   } else {
-    wconv.resize(w.rows.size());
-    for (std::size_t h = 0; h < w.rows.size(); ++h) {
-      wconv[h].assign(w.rows[h].begin(), w.rows[h].end());
-      weight_ptr.push_back(wconv[h].data());
+    w.w32.resize(wb.rows.size());
+    for (std::size_t h = 0; h < wb.rows.size(); ++h) {
+      w.w32[h].assign(wb.rows[h].begin(), wb.rows[h].end());
+      weight_ptr.push_back(w.w32[h].data());
     }
   }
   KernelArgs<T> a;
   a.n_reports = n;
   a.token_offset = batch.token_offset.data();
   a.axes = static_cast<std::uint32_t>(axis.size());
-  a.heads = w.heads;
-  a.axis = axis_ptr.data();
+  a.heads = wb.heads;
+  a.axis = axis_ptr;
   a.weight = weight_ptr.data();
   a.stride = n;
+  if (n > 0) {
+    const std::size_t len = batch.report_length(0);
+    bool uniform = len > 0 && len < (1u << 31);
+    for (std::size_t r = 1; uniform && r < n; ++r) uniform = batch.report_length(r) == len;
+    a.uniform_length = uniform ? static_cast<std::uint32_t>(len) : 0;
+  }
   if constexpr (std::is_same_v<T, double>) {
     a.context = out.context.data();
     a.difference = out.difference.data();
@@ -38,67 +137,151 @@ void compute_slot(const ReportBatch& batch, const std::vector<std::vector<T>>& a
     a.separation = out.separation.data();
     compute_metrics(a, level);
   } else {
-    std::vector<float> ctx(out.context.size()), diff(out.difference.size()), pw(out.pairwise.size()), sep(n);
-    a.context = ctx.data(), a.difference = diff.data(), a.pairwise = pw.data(), a.separation = sep.data();
+    const std::size_t nc = out.context.size(), nd = out.difference.size(), np = out.pairwise.size();
+    w.out32.resize(nc + nd + np + n);
+    float* base = w.out32.data();
+    a.context = base, a.difference = base + nc, a.pairwise = base + nc + nd, a.separation = base + nc + nd + np;
     compute_metrics(a, level);
-    out.context.assign(ctx.begin(), ctx.end());
-    out.difference.assign(diff.begin(), diff.end());
-    out.pairwise.assign(pw.begin(), pw.end());
-    out.separation.assign(sep.begin(), sep.end());
+    std::copy(base, base + nc, out.context.begin());
+    std::copy(base + nc, base + nc + nd, out.difference.begin());
+    std::copy(base + nc + nd, base + nc + nd + np, out.pairwise.begin());
+    std::copy(base + nc + nd + np, base + nc + nd + np + n, out.separation.begin());
   }
 }
 
-void check_weights(const ReportBatch& batch, const WeightBlock& w, const std::string& scenario) {
-  for (std::uint32_t h = 0; h <= w.heads; ++h)
-    for (std::size_t r = 0; r < batch.n_reports(); ++r)
-      for (auto t = batch.token_offset[r]; t < batch.token_offset[r + 1]; ++t) {
-        double v = w.rows[h][t];
-        if (!std::isfinite(v) || v < 0)
-          throw Error("report '" + batch.report_id(r) + "', scenario '" + scenario + "': " +
-                      (h ? "head" + std::to_string(h) : std::string("single")) + " weight of token " +
-                      std::to_string(t - batch.token_offset[r] + 1) + " is " + std::to_string(v) +
-                      " (weights must be finite and >= 0)");
-      }
-}
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled), start_(Clock::now()), last_(start_) {}
+  void update(std::uint64_t reports, std::uint64_t total_hint) {
+    if (!enabled_) return;
+    auto now = Clock::now();
+    if (now - last_ < std::chrono::milliseconds(200) || now - start_ < std::chrono::seconds(1)) return;
+    last_ = now;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    const double rate = reports / secs;
+    char line[160];
+    if (total_hint) {
+      const double frac = double(reports) / double(total_hint);
+      const int filled = int(frac * 30);
+      std::string bar(static_cast<std::size_t>(filled), '#');
+      bar.resize(30, '.');
+      std::snprintf(line, sizeof line, "\r[%s] %5.1f%%  %llu reports  %.3g reports/s  ETA %.0fs ", bar.c_str(),
+                    100 * frac, static_cast<unsigned long long>(reports), rate, (total_hint - reports) / rate);
+    } else {
+      std::snprintf(line, sizeof line, "\r%llu reports  %.3g reports/s ", static_cast<unsigned long long>(reports), rate);
+    }
+    std::fputs(line, stderr);
+    shown_ = true;
+  }
+  void done() {
+    if (shown_) std::fputs("\n", stderr);
+  }
+
+ private:
+  bool enabled_, shown_ = false;
+  Clock::time_point start_, last_;
+};
 
 }  // namespace
 
-void run(ReportSource& source, const Weighting& weighting, const AxisMap& axes, const RunOptions& opt,
-         ResultSink& sink) {
+std::vector<std::string> scenario_names_for(const Weighting& weighting, const Schema& schema) {
+  auto own = weighting.own_scenarios();
+  return own.empty() ? schema.scenario_names : own;
+}
+
+RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& axes, const RunOptions& opt,
+             const std::vector<ResultSink*>& sinks) {
+  const unsigned threads = opt.threads ? opt.threads : static_cast<unsigned>(oneapi::tbb::info::default_concurrency());
+  oneapi::tbb::global_control cap(oneapi::tbb::global_control::max_allowed_parallelism, threads);
+  const std::size_t in_flight = opt.in_flight ? opt.in_flight : 2 * std::size_t(threads);
   const auto own = weighting.own_scenarios();
-  ReportBatch batch;
-  WeightBlock w;
-  std::vector<std::vector<double>> axis64;
-  std::vector<std::vector<float>> axis32, wconv;
-  std::vector<std::vector<double>> wconv64;
-  BatchResult result;
-  while (source.next(batch, opt.chunk_reports)) {
-    const std::size_t slots = own.empty() ? batch.scenarios.size() : own.size();
-    result.batch = &batch;
-    result.scenario_names.clear();
-    result.metrics.resize(slots);
-    if (opt.precision == Precision::f64) axes.project(batch, axis64);
-    else axes.project(batch, axis32);
-    for (std::size_t j = 0; j < slots; ++j) {
-      const std::string& name = own.empty() ? source.schema().scenario_names[batch.scenarios[j]] : own[j];
-      result.scenario_names.push_back(&name);
-      w.resize(weighting.heads(), batch.n_tokens());
-      weighting.weights(batch, static_cast<std::uint32_t>(j), w);
-      check_weights(batch, w, name);
-      if (opt.precision == Precision::f64) compute_slot(batch, axis64, w, wconv64, opt.simd, result.metrics[j]);
-      else compute_slot(batch, axis32, w, wconv, opt.simd, result.metrics[j]);
-      for (std::size_t r = 0; r < batch.n_reports(); ++r) {
-        const auto& m = result.metrics[j];
-        bool ok = std::isfinite(m.separation[r]);
-        for (std::uint32_t h = 0; ok && h <= m.heads; ++h)
-          for (std::uint32_t c = 0; c < m.axes; ++c) ok = ok && std::isfinite(m.ctx(h, c, r));
-        if (!ok)
-          throw Error("report '" + batch.report_id(r) + "', scenario '" + name +
-                      "': a context overflowed to a non-finite value (inputs too large)");
-      }
+  const bool random_access = source.random_access();
+  const std::size_t chunk = opt.chunk_reports ? opt.chunk_reports : 1;
+  const std::uint64_t total_hint = source.total_reports();
+
+  WorkPool pool;
+  RunStats stats;
+  Progress progress(opt.progress);
+  std::uint64_t next_index = 0;
+  std::atomic<bool> exhausted{false};  // set by the output stage for random-access sources
+  const std::uint64_t max_chunks = random_access && total_hint ? (total_hint + chunk - 1) / chunk : UINT64_MAX;
+  const auto t0 = Clock::now();
+
+  auto input = [&](oneapi::tbb::flow_control& fc) -> Work* {
+    if (exhausted.load(std::memory_order_relaxed) || next_index >= max_chunks) {
+      fc.stop();
+      return nullptr;
     }
-    sink.consume(result);
-  }
+    Work* w = pool.take();
+    w->index = next_index;
+    if (!random_access && !source.next(w->batch, chunk)) {
+      exhausted = true;
+      pool.give(w);
+      fc.stop();
+      return nullptr;
+    }
+    ++next_index;
+    return w;
+  };
+
+  auto compute = [&](Work* w) -> Work* {
+    if (random_access && !source.fill(w->index, chunk, w->batch)) {
+      w->batch.clear();
+      w->batch.token_offset.assign(1, 0);
+      w->result.batch = nullptr;  // past the end: nothing to consume
+      return w;
+    }
+    ReportBatch& b = w->batch;
+    const std::size_t slots = own.empty() ? b.scenarios.size() : own.size();
+    BatchResult& res = w->result;
+    res.index = w->index;
+    res.batch = &b;
+    res.scenario_names.clear();
+    res.metrics.resize(slots);
+    if (opt.precision == Precision::f64) axes.project(b, w->axis64);
+    else axes.project(b, w->axis32);
+    for (std::size_t j = 0; j < slots; ++j) {
+      const std::string& name = own.empty() ? source.schema().scenario_names.at(b.scenarios[j]) : own[j];
+      res.scenario_names.push_back(&name);
+      w->weights.resize(weighting.heads(), b.n_tokens());
+      weighting.weights(b, static_cast<std::uint32_t>(j), w->weights);
+      check_weights(b, w->weights, name);
+      if (opt.precision == Precision::f64) compute_slot(*w, w->axis64, opt.simd, res.metrics[j]);
+      else compute_slot(*w, w->axis32, opt.simd, res.metrics[j]);
+      check_results(b, res.metrics[j], name);
+    }
+    w->partials.resize(sinks.size());
+    for (std::size_t s = 0; s < sinks.size(); ++s) sinks[s]->prepare(res, w->partials[s]);
+    return w;
+  };
+
+  bool past_end = false;
+  auto output = [&](Work* w) {
+    if (w->result.batch && !past_end) {
+      for (std::size_t s = 0; s < sinks.size(); ++s) sinks[s]->consume(w->result, w->partials[s].get());
+      ++stats.batches;
+      stats.reports += w->batch.n_reports();
+      stats.groups += w->batch.n_reports() * w->result.metrics.size();
+      stats.source_rows += w->batch.source_rows;
+      progress.update(stats.reports, total_hint);
+    } else {
+      // Random-access sources: the first chunk past the end stops everything after it, so a later
+      // chunk that (wrongly) reports data cannot slip in out of order.
+      past_end = true;
+      exhausted = true;
+    }
+    for (auto& p : w->partials) p.reset();
+    pool.give(w);
+  };
+
+  oneapi::tbb::parallel_pipeline(
+      in_flight,
+      oneapi::tbb::make_filter<void, Work*>(oneapi::tbb::filter_mode::serial_in_order, input) &
+          oneapi::tbb::make_filter<Work*, Work*>(oneapi::tbb::filter_mode::parallel, compute) &
+          oneapi::tbb::make_filter<Work*, void>(oneapi::tbb::filter_mode::serial_in_order, output));
+  progress.done();
+  stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return stats;
 }
 
 }  // namespace headsep

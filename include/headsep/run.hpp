@@ -1,6 +1,8 @@
-// headsep — running a report source through a weighting scheme and the metric kernels.
+// headsep — the engine: a report source through a weighting scheme and the metric kernels,
+// as a oneTBB pipeline with bounded memory and output that does not depend on the thread count.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,23 +16,38 @@ namespace headsep {
 enum class Precision : std::uint8_t { f64, f32 };
 
 struct RunOptions {
-  std::size_t chunk_reports = 8192;   ///< reports per batch (bounds memory together with threads)
+  std::size_t chunk_reports = 8192;   ///< reports per batch
   SimdLevel simd = SimdLevel::scalar;
   Precision precision = Precision::f64;
   unsigned threads = 0;               ///< 0 = all cores
+  /// Batches in flight at once (0 = 2 x threads). Peak memory ~ in_flight x chunk_reports x tokens.
+  std::size_t in_flight = 0;
+  bool progress = false;              ///< progress bar on stderr (callers check it is a terminal)
 };
 
-/// One batch's results, handed to sinks in input order whatever the thread count.
+/// One batch's results, in input order whatever the thread count.
 struct BatchResult {
+  std::uint64_t index = 0;                         ///< batch sequence number
   const ReportBatch* batch = nullptr;
   std::vector<const std::string*> scenario_names;  ///< per slot
   std::vector<MetricBlock> metrics;                ///< per slot
 };
 
+/// Per-batch scratch a sink fills in the parallel stage and reads back in the serial stage.
+struct SinkPartial {
+  virtual ~SinkPartial() = default;
+};
+
+/// Receives results. prepare() runs on worker threads, concurrently for different batches: put
+/// order-independent work there (formatting rows, per-chunk sketches). consume() runs serially, in
+/// batch order: merge and write there, so output is identical for any thread count.
 class ResultSink {
  public:
   virtual ~ResultSink() = default;
-  virtual void consume(const BatchResult& result) = 0;
+  virtual void prepare(const BatchResult& result, std::unique_ptr<SinkPartial>& partial) const {
+    (void)result, (void)partial;
+  }
+  virtual void consume(const BatchResult& result, SinkPartial* partial) = 0;
 };
 
 /// What every output needs to know up front.
@@ -39,9 +56,18 @@ struct RunInfo {
   std::uint32_t heads = 0;
 };
 
-/// Streams `source` through `weighting` and the kernels, calling sink.consume per batch in order.
-/// Throws Error on bad data (non-finite weights or results name the report and scenario).
-void run(ReportSource& source, const Weighting& weighting, const AxisMap& axes, const RunOptions& options,
-         ResultSink& sink);
+struct RunStats {
+  std::uint64_t batches = 0, reports = 0, groups = 0;  ///< groups = (report, scenario) pairs
+  std::uint64_t source_rows = 0;                        ///< rows of the reports processed
+  double seconds = 0;
+};
+
+/// Streams `source` through `weighting` and the kernels into every sink. Throws Error on bad
+/// data: non-finite or negative weights and non-finite results name the report and scenario.
+RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& axes, const RunOptions& options,
+             const std::vector<ResultSink*>& sinks);
+
+/// Scenario names a run reports under: the scheme's own designs, else the data's.
+std::vector<std::string> scenario_names_for(const Weighting& weighting, const Schema& schema);
 
 }  // namespace headsep

@@ -20,6 +20,8 @@ class ReportSource {
   virtual bool next(ReportBatch& batch, std::size_t max_reports) = 0;
   /// Input rows read so far, all reports included (the seed header's csv_rows); 0 if not row-based.
   virtual std::uint64_t rows_read() const { return 0; }
+  /// Number of reports when known in advance (progress ETA), else 0.
+  virtual std::uint64_t total_reports() const { return 0; }
   /// True when fill() may be called from several threads at once for distinct chunks
   /// (synthetic generators that derive every value from (seed, report index)).
   virtual bool random_access() const { return false; }

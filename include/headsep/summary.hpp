@@ -1,0 +1,67 @@
+// headsep — per-scenario aggregates over a whole run, in one streaming pass.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "headsep/run.hpp"
+#include "headsep/stats.hpp"
+
+namespace headsep {
+
+struct SummaryOptions {
+  std::size_t top_k = 10;             ///< reports with the largest head_separation, per scenario
+  std::size_t histogram_bins = 20;    ///< equal-width bins of head_separation between min and max
+  double relative_accuracy = 0.005;   ///< quantile sketch accuracy once a scenario exceeds 4096 reports
+};
+
+/// Count, mean, standard deviation, min, max, quantiles (p01, p10, p50, p90, p99) of
+/// head_separation and of every difference_from_single component, a histogram of
+/// head_separation and the top-k reports, per scenario.
+///
+/// Determinism: sketches and top-k are filled per batch on worker threads and merged exactly
+/// (bucket counts, a total order on (value, report index)); moments are accumulated in report
+/// order in the serial stage (shifted sums: cheap, and independent of chunking and threads).
+class Summary final : public ResultSink {
+ public:
+  Summary(RunInfo info, SummaryOptions options = {});
+  void prepare(const BatchResult& result, std::unique_ptr<SinkPartial>& partial) const override;
+  void consume(const BatchResult& result, SinkPartial* partial) override;
+
+  /// The summary as JSON text (stable key order; no timings, so runs compare byte for byte).
+  std::string json() const;
+  /// A readable table of head_separation per scenario for the terminal.
+  std::string table() const;
+  std::uint64_t groups() const noexcept;
+
+ private:
+  struct Moments {  // shifted sums, accumulated in order
+    std::uint64_t n = 0;
+    double shift = 0, s1 = 0, s2 = 0, min = 0, max = 0;
+    void add(const double* x, std::size_t count);
+    double mean() const { return shift + s1 / double(n); }
+    double stddev() const;
+  };
+  struct Metric {
+    std::string name;
+    Moments moments;
+    QuantileSketch sketch;
+  };
+  struct Scenario {
+    std::string name;
+    std::uint64_t count = 0;
+    std::vector<Metric> metrics;  // [0] head_separation, then diff components
+    TopK top;
+    std::unordered_map<std::uint64_t, std::string> top_ids;
+  };
+  Scenario& scenario(const std::string& name);
+  std::vector<std::string> metric_names() const;
+
+  RunInfo info_;
+  SummaryOptions opt_;
+  std::vector<Scenario> scenarios_;
+  std::unordered_map<std::string, std::size_t> index_;
+};
+
+}  // namespace headsep
