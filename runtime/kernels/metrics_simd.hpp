@@ -17,6 +17,8 @@ enum class Strategy {
   automatic,
   transpose,  ///< lanes across reports; tokens de-interleaved through a stack tile (scalar copies)
   gather,     ///< lanes across reports; tokens de-interleaved with gathers (uniform length only)
+  shuffle,    ///< lanes across reports; L contiguous vectors de-interleaved in registers (blend +
+              ///< permute; uniform length <= kShuffleMax only, else transpose)
   tokens,     ///< f32 only: lanes across the tokens of one report, horizontal sum at the end
 };
 
@@ -39,6 +41,9 @@ extern template struct metrics_kernel<xsimd::avx512bw>;
 /// this build or CPU cannot run.
 void compute_metrics(const KernelArgs<double>& a, SimdLevel level, Strategy how);
 void compute_metrics(const KernelArgs<float>& a, SimdLevel level, Strategy how);
+
+/// Longest uniform length the in-register de-interleave (Strategy::shuffle) handles.
+inline constexpr std::size_t kShuffleMax = 8;
 
 /// Reports of at least this many tokens use Strategy::tokens in f32 under `automatic`.
 inline constexpr std::size_t kLongReport = 16;

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "metrics_simd.hpp"
 
@@ -91,6 +92,118 @@ struct K {
     return i < a.axes ? a.axis[i] : a.weight[i - a.axes];
   }
 
+  // ---- in-register de-interleave of W reports x LC tokens (Strategy::shuffle) ----
+  // Lane i of token t is element e = i*LC + t of the LC vectors loaded from src, i.e. lane
+  // e % W of vector e / W. Index and mask vectors are compile-time constants.
+  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  using UB = xsimd::batch<U, A>;
+
+  template <std::size_t LC, std::size_t t>
+  struct Elem {
+    static constexpr std::size_t e(std::size_t i) { return i * LC + t; }
+  };
+  /// Lane i takes lane (i*LC + t) % W of its source vector.
+  template <std::size_t LC, std::size_t t>
+  struct Perm {
+    static constexpr U get(std::size_t i, std::size_t) { return static_cast<U>(Elem<LC, t>::e(i) % W); }
+  };
+  /// Lanes i whose element lives in vector j (swizzle-then-blend form).
+  template <std::size_t LC, std::size_t t, std::size_t j>
+  struct FromVec {
+    static constexpr bool get(std::size_t i, std::size_t) { return Elem<LC, t>::e(i) / W == j; }
+  };
+  /// Positions p of vector j that token t needs (blend-then-swizzle form, LC odd).
+  template <std::size_t LC, std::size_t t, std::size_t j>
+  struct PosOf {
+    static constexpr bool get(std::size_t p, std::size_t) {
+      for (std::size_t i = 0; i < W; ++i)
+        if (Elem<LC, t>::e(i) == j * W + p) return true;
+      return false;
+    }
+  };
+  template <std::size_t LC, std::size_t t, std::size_t j>
+  static constexpr bool contributes() {
+    for (std::size_t i = 0; i < W; ++i)
+      if (Elem<LC, t>::e(i) / W == j) return true;
+    return false;
+  }
+
+  template <std::size_t LC, std::size_t t, std::size_t... J>
+  static B token(const B* v, std::index_sequence<J...>) noexcept {
+    constexpr auto perm = xsimd::make_batch_constant<UB, Perm<LC, t>>();
+    if constexpr (LC % 2 == 1) {
+      // LC odd is coprime with W: the W wanted elements sit at distinct positions, so blend
+      // them into one vector (LC-1 blends), then one permute puts them in lane order.
+      B u = v[0];
+      ((u = (J > 0 && contributes<LC, t, J>())
+                ? xsimd::select(xsimd::make_batch_bool_constant<B, PosOf<LC, t, J>>(), v[J], u)
+                : u),
+       ...);
+      return xsimd::swizzle(u, perm);
+    } else {
+      // LC even: positions collide, so permute each contributing vector, then blend.
+      B out(T(0));
+      ((out = contributes<LC, t, J>()
+                  ? xsimd::select(xsimd::make_batch_bool_constant<B, FromVec<LC, t, J>>(), xsimd::swizzle(v[J], perm), out)
+                  : out),
+       ...);
+      return out;
+    }
+  }
+
+  /// out[t] = token t of the W reports whose LC*W tokens start at src.
+  /// flatten: GCC otherwise leaves xsimd's batch_bool(bool...) constructor out of line for the
+  /// larger LC, building every blend mask at run time (10x slower at LC = 8).
+  template <std::size_t LC>
+  [[gnu::flatten]] static void deinterleave(const T* src, B* out) noexcept {
+    B v[LC];
+    for (std::size_t j = 0; j < LC; ++j) v[j] = B::load_unaligned(src + j * W);
+    [&]<std::size_t... Ts>(std::index_sequence<Ts...>) {
+      ((out[Ts] = token<LC, Ts>(v, std::make_index_sequence<LC>())), ...);
+    }(std::make_index_sequence<LC>());
+  }
+  template <std::size_t LC>
+  static void deinterleave(const T* src, T* dst) noexcept {
+    B out[LC];
+    deinterleave<LC>(src, out);
+    for (std::size_t t = 0; t < LC; ++t) out[t].store_aligned(dst + t * W);
+  }
+
+  /// Short uniform reports, CC axes known at compile time: the de-interleaved axes stay in
+  /// registers for all heads, each head's weights are de-interleaved once, and the sums go
+  /// straight to the context rows. No stack tile, no store-to-load round trip.
+  template <std::size_t LC, std::size_t CC>
+  static void uniform_registers(const KernelArgs<T>& a, std::size_t n) noexcept {
+    const std::size_t H = std::size_t(a.heads) + 1, S = a.stride;
+    const std::size_t first = static_cast<std::size_t>(a.token_offset[0]);
+    for (std::size_t r0 = 0; r0 < n; r0 += W) {
+      const std::size_t base = first + r0 * LC;
+      B x[CC][LC];
+      for (std::size_t c = 0; c < CC; ++c) deinterleave<LC>(a.axis[c] + base, x[c]);
+      for (std::size_t h = 0; h < H; ++h) {
+        B w[LC];
+        deinterleave<LC>(a.weight[h] + base, w);
+        for (std::size_t c = 0; c < CC; ++c) {
+          B s(T(0));
+          for (std::size_t t = 0; t < LC; ++t) s = madd(w[t], x[c][t], s);
+          s.store_unaligned(a.context + (h * CC + c) * S + r0);
+        }
+      }
+      finish(a, r0);
+    }
+  }
+
+  /// xsimd 8.1's batch::gather passes <A, T> to kernel::gather, which rules out the AVX2 and
+  /// AVX-512 float/double overloads (they take only <A>), so it silently inserts lane by lane.
+  /// Call the hardware gather directly where there is one.
+  template <class IB>
+  static B gather(const T* src, const IB& idx) noexcept {
+    if constexpr (std::is_base_of_v<xsimd::avx2, A> || std::is_base_of_v<xsimd::avx512f, A>)
+      return xsimd::kernel::gather<A>(src, idx, A{});
+    else
+      return B::gather(src, idx);
+  }
+
   /// Uniform length L (LC = L when known at compile time, else 0): tiles of W reports,
   /// reports [0, n). Tokens of lane i, token t live at off[r0] + i*L + t.
   template <std::size_t LC, Strategy How>
@@ -103,16 +216,20 @@ struct K {
     alignas(64) I lane_start[W];
     for (std::size_t i = 0; i < W; ++i) lane_start[i] = static_cast<I>(i * L);
     const IB starts = IB::load_aligned(lane_start);
+    // Uniform reports are contiguous, so report r0 starts at off[0] + r0*L: reading off[r0]
+    // instead would stream the offsets array from memory for nothing.
+    const std::size_t first = static_cast<std::size_t>(a.token_offset[0]);
     for (std::size_t r0 = 0; r0 < n; r0 += W) {
-      const std::size_t base = static_cast<std::size_t>(a.token_offset[r0]);
+      const std::size_t base = first + r0 * L;
       for (std::size_t tb = 0; tb < L; tb += kmax) {
         const std::size_t k = LC ? LC : lo<A>(kmax, L - tb);
         for (std::size_t q = 0; q < rows; ++q) {
           const T* src = row(a, q) + base + tb;
           T* dst = tile + q * kmax * W;
-          if constexpr (How == Strategy::gather) {
-            for (std::size_t t = 0; t < k; ++t)
-              B::gather(src, starts + IB(static_cast<I>(t))).store_aligned(dst + t * W);
+          if constexpr (How == Strategy::shuffle && LC > 0) {
+            deinterleave<LC>(src, dst);
+          } else if constexpr (How == Strategy::gather) {
+            for (std::size_t t = 0; t < k; ++t) gather(src, starts + IB(static_cast<I>(t))).store_aligned(dst + t * W);
           } else {
             for (std::size_t i = 0; i < W; ++i)
               for (std::size_t t = 0; t < k; ++t) dst[t * W + i] = src[i * L + t];
@@ -209,7 +326,9 @@ struct K {
       ragged(a, n, kmax, tile);
     } else if (how == Strategy::gather && gather_ok) {
       uniform_dispatch<Strategy::gather>(a, n, L, kmax, tile);
-    } else if (how == Strategy::gather || how == Strategy::transpose) {
+    } else if (how == Strategy::shuffle && L <= kShuffleMax) {
+      uniform_dispatch<Strategy::shuffle>(a, n, L, kmax, tile);
+    } else if (how != Strategy::automatic) {
       uniform_dispatch<Strategy::transpose>(a, n, L, kmax, tile);
     } else {
       uniform_dispatch<preferred_uniform>(a, n, L, kmax, tile);
@@ -223,6 +342,29 @@ struct K {
   template <Strategy How>
   static void uniform_dispatch(const KernelArgs<T>& a, std::size_t n, std::size_t L, std::size_t kmax, T* tile) noexcept {
     // Short uniform reports get a compile-time length so de-interleave and sums fully unroll.
+    if constexpr (How == Strategy::shuffle) {
+      const auto regs = [&]<std::size_t LC>() {
+        switch (a.axes) {
+          case 1: uniform_registers<LC, 1>(a, n); return true;
+          case 2: uniform_registers<LC, 2>(a, n); return true;
+          case 3: uniform_registers<LC, 3>(a, n); return true;
+          default: return false;
+        }
+      };
+      bool done = false;
+      switch (L) {
+        case 1: done = regs.template operator()<1>(); break;
+        case 2: done = regs.template operator()<2>(); break;
+        case 3: done = regs.template operator()<3>(); break;
+        case 4: done = regs.template operator()<4>(); break;
+        case 5: done = regs.template operator()<5>(); break;
+        case 6: done = regs.template operator()<6>(); break;
+        case 7: done = regs.template operator()<7>(); break;
+        case 8: done = regs.template operator()<8>(); break;
+        default: break;
+      }
+      if (done) return;
+    }
     if (L <= kmax) {
       switch (L) {
         case 1: return uniform<1, How>(a, n, L, kmax, tile);

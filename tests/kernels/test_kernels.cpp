@@ -157,6 +157,7 @@ const char* name(Strategy s) {
     case Strategy::automatic: return "automatic";
     case Strategy::transpose: return "transpose";
     case Strategy::gather: return "gather";
+    case Strategy::shuffle: return "shuffle";
     case Strategy::tokens: return "tokens";
   }
   return "?";
@@ -167,7 +168,8 @@ void sweep() {
   const auto levels = levels_under_test();
   const std::size_t counts[] = {0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100};
   const std::size_t lengths[] = {1, 2, 3, 4, 7, 8, 9, 16, 17, 33};
-  const Strategy strategies[] = {Strategy::automatic, Strategy::transpose, Strategy::gather, Strategy::tokens};
+  const Strategy strategies[] = {Strategy::automatic, Strategy::transpose, Strategy::gather, Strategy::shuffle,
+                                 Strategy::tokens};
   std::size_t runs = 0, failures = 0;
   std::uint64_t seed = 1;
   for (std::size_t n : counts)
@@ -210,7 +212,7 @@ TEST_CASE("f64 special values (signed zeros, infinities, NaN, subnormals) match 
           for (auto& row : *rows)
             for (auto& v : row)
               if (rng() % 3 == 0) v = specials[pick(rng)];
-        for (auto how : {Strategy::automatic, Strategy::transpose, Strategy::gather}) {
+        for (auto how : {Strategy::automatic, Strategy::transpose, Strategy::gather, Strategy::shuffle}) {
           const std::string err = compare<double>(k, level, how);
           INFO(to_string(level) << " " << name(how) << " len=" << len << ": " << err);
           CHECK(err.empty());
