@@ -72,14 +72,22 @@ bool CsvReader::next() {
       if (c != ',' && c != '\n' && c != '\r' && c != EOF)
         throw InputError(path_, line_, "",
                          "unexpected character after the closing quote of field " + std::to_string(ends_.size() + 1));
-    } else {
-      while (c != ',' && c != '\n' && c != '\r' && c != EOF) {
-        if (c == '"')
-          throw InputError(path_, line_, "",
-                           "quote inside unquoted field " + std::to_string(ends_.size() + 1) + " (quote the whole field and double the quote)");
-        record_ += static_cast<char>(c);
-        c = get();
+    } else if (c != ',' && c != '\n' && c != '\r' && c != EOF) {
+      // Unquoted field: copy whole runs of ordinary bytes straight from the block.
+      record_ += static_cast<char>(c);
+      for (;;) {
+        const char* p = buf_.data() + pos_;
+        const char* e = buf_.data() + end_;
+        const char* q = p;
+        while (q < e && *q != ',' && *q != '\n' && *q != '\r' && *q != '"') ++q;
+        record_.append(p, static_cast<std::size_t>(q - p));
+        pos_ = static_cast<std::size_t>(q - buf_.data());
+        if (q < e || !refill()) break;
       }
+      c = get();
+      if (c == '"')
+        throw InputError(path_, line_, "",
+                         "quote inside unquoted field " + std::to_string(ends_.size() + 1) + " (quote the whole field and double the quote)");
     }
     ends_.push_back(record_.size());
     if (c == ',') {

@@ -108,18 +108,19 @@ class CsvSource final : public ReportSource {
     if (reader_.size() != n_fields_)
       throw InputError(reader_.path(), line, "", "expected " + std::to_string(n_fields_) + " fields as in the header, found " +
                                                      std::to_string(reader_.size()));
-    auto text = [&](std::size_t c) {
+    // Assigns into existing strings so their capacity is reused row after row.
+    auto text = [&](std::size_t c, std::string& dst) {
       std::string_view v = reader_[c];
       if (auto bad = find_invalid_utf8(v))
         throw InputError(reader_.path(), line, header_[c], "invalid UTF-8 at byte " + std::to_string(*bad + 1) + " of the field");
-      return std::string(v);
+      dst.assign(v);
     };
-    row_report_ = text(c_report_);
+    text(c_report_, row_report_);
     if (row_report_.empty()) throw InputError(reader_.path(), line, "report_id", "empty report id");
     if (!keep_.empty() && !keep_.count(row_report_)) return true;  // skipped cheaply, still validated for shape
-    row_.scenario = text(c_scenario_);
+    text(c_scenario_, row_.scenario);
     if (row_.scenario.empty()) throw InputError(reader_.path(), line, "scenario", "empty scenario name");
-    row_.token = text(c_token_);
+    text(c_token_, row_.token);
     auto number = [&](std::size_t c) {
       auto v = parse_finite_double(reader_[c]);
       if (!v)
@@ -151,26 +152,30 @@ class CsvSource final : public ReportSource {
       throw InputError(reader_.path(), first_line, "report_id",
                        "rows of report '" + id + "' resume after other reports; keep each report's rows together (sort the file by report_id)");
     seen_selected_.insert(id);
-    std::vector<Row> rows;
-    std::uint64_t n_rows = 0;
+    // Rows are swapped (not copied) into a reused buffer, so steady state allocates nothing.
+    std::size_t n_rows = 0;
     while (has_row_ && row_report_ == id) {
-      rows.push_back(row_);
-      ++n_rows;
+      if (n_rows == report_rows_.size()) report_rows_.emplace_back();
+      std::swap(report_rows_[n_rows++], row_);
       has_row_ = read_row();
       while (has_row_ && !keep_.empty() && !keep_.count(row_report_)) has_row_ = read_row();
     }
     // Group by scenario in order of first appearance.
-    std::vector<std::string> scen_names;
-    std::vector<std::vector<const Row*>> groups;
-    for (const auto& r : rows) {
+    std::vector<std::string>& scen_names = scen_names_;
+    auto& groups = groups_;
+    scen_names.clear();
+    for (auto& g : groups) g.clear();
+    for (std::size_t i = 0; i < n_rows; ++i) {
+      const Row& r = report_rows_[i];
       auto it = std::find(scen_names.begin(), scen_names.end(), r.scenario);
       if (it == scen_names.end()) {
         scen_names.push_back(r.scenario);
-        groups.emplace_back();
+        if (groups.size() < scen_names.size()) groups.emplace_back();
         it = scen_names.end() - 1;
       }
       groups[static_cast<std::size_t>(it - scen_names.begin())].push_back(&r);
     }
+    groups.resize(scen_names.size());
     const auto& first = groups[0];
     for (std::size_t s = 1; s < groups.size(); ++s) {
       const auto& g = groups[s];
@@ -195,12 +200,6 @@ class CsvSource final : public ReportSource {
     for (const auto& name : scen_names) pending_scenarios_.push_back(scenario_index(name));
     pending_id_ = id;
     pending_rows_ = n_rows;
-    pending_groups_.clear();
-    for (auto& g : groups) {
-      std::vector<Row> copy;
-      for (const Row* r : g) copy.push_back(*r);
-      pending_groups_.push_back(std::move(copy));
-    }
     pending_ready_ = true;
     return true;
   }
@@ -212,19 +211,19 @@ class CsvSource final : public ReportSource {
   }
 
   void append_pending(ReportBatch& b) {
-    const auto& tokens = pending_groups_[0];
+    const auto& tokens = groups_[0];
     if (b.n_reports() == 0) {
       b.scenarios = pending_scenarios_;
       b.given_weights.assign(pending_scenarios_.size() * c_weights_.size(), {});
     }
     b.report_ids.push_back(pending_id_);
-    for (const auto& r : tokens) {
-      b.token_names.push_back(r.token);
-      for (std::size_t f = 0; f < c_features_.size(); ++f) b.features[f].push_back(r.features[f]);
+    for (const Row* r : tokens) {
+      b.token_names.push_back(r->token);
+      for (std::size_t f = 0; f < c_features_.size(); ++f) b.features[f].push_back(r->features[f]);
     }
-    for (std::size_t j = 0; j < pending_groups_.size(); ++j)
-      for (const auto& r : pending_groups_[j])
-        for (std::size_t h = 0; h < c_weights_.size(); ++h) b.given_weights[j * c_weights_.size() + h].push_back(r.weights[h]);
+    for (std::size_t j = 0; j < groups_.size(); ++j)
+      for (const Row* r : groups_[j])
+        for (std::size_t h = 0; h < c_weights_.size(); ++h) b.given_weights[j * c_weights_.size() + h].push_back(r->weights[h]);
     b.token_offset.push_back(b.token_offset.back() + tokens.size());
     b.source_rows += pending_rows_;
     pending_ready_ = false;
@@ -248,7 +247,9 @@ class CsvSource final : public ReportSource {
   std::string pending_id_;
   std::uint64_t pending_rows_ = 0;
   std::vector<std::uint32_t> pending_scenarios_;
-  std::vector<std::vector<Row>> pending_groups_;
+  std::vector<Row> report_rows_;                // the pending report's rows (reused)
+  std::vector<std::string> scen_names_;         // its scenarios, in order of first appearance
+  std::vector<std::vector<const Row*>> groups_; // its rows per scenario
 };
 
 class TableWeighting final : public Weighting {
