@@ -78,8 +78,13 @@ SimdLevel default_level() {
 
 namespace {
 void require_supported(SimdLevel level) {
-  for (auto s : supported_levels())
-    if (s == level) return;
+  // Called per batch: a bit set, not supported_levels()'s vector copy.
+  static const unsigned mask = [] {
+    unsigned m = 0;
+    for (auto s : supported_levels()) m |= 1u << unsigned(s);
+    return m;
+  }();
+  if (mask >> unsigned(level) & 1u) return;
   std::string have;
   for (auto s : supported_levels()) have.append(have.empty() ? "" : ", ").append(to_string(s));
   const auto built = compiled_levels();

@@ -19,7 +19,9 @@ enum class Strategy {
   gather,     ///< lanes across reports; tokens de-interleaved with gathers (uniform length only)
   shuffle,    ///< lanes across reports; L contiguous vectors de-interleaved in registers (blend +
               ///< permute; uniform length <= kShuffleMax only, else transpose)
-  tokens,     ///< f32 only: lanes across the tokens of one report, horizontal sum at the end
+  tokens,     ///< long reports. f32: lanes across the tokens of one report, horizontal sum at
+              ///< the end (not bit-identical). f64: one report at a time with all (head, axis)
+              ///< sums interleaved, each still in token order (bit-identical)
 };
 
 /// Metric kernel for one architecture. Computes a prefix [0, n) of the reports, n a multiple
@@ -45,7 +47,7 @@ void compute_metrics(const KernelArgs<float>& a, SimdLevel level, Strategy how);
 /// Longest uniform length the in-register de-interleave (Strategy::shuffle) handles.
 inline constexpr std::size_t kShuffleMax = 8;
 
-/// Reports of at least this many tokens use Strategy::tokens in f32 under `automatic`.
+/// Batches whose mean report length is at least this use Strategy::tokens under `automatic`.
 inline constexpr std::size_t kLongReport = 16;
 
 }  // namespace headsep::kernels

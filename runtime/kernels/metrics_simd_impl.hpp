@@ -304,16 +304,65 @@ struct K {
     }
   }
 
+  /// Long reports, order-preserving (f64): one report at a time, tokens in the outer loop and
+  /// all HC x CC (head, axis) sums in registers in the inner one. Each sum still adds its tokens
+  /// in order from +0.0 (bit-identical), but the sums are independent chains, so the adds
+  /// overlap instead of waiting on one another as in the reference's one-sum-at-a-time loop.
+  template <std::size_t HC, std::size_t CC>
+  static void long_ordered(const KernelArgs<T>& a, std::size_t n) noexcept {
+    const std::size_t S = a.stride;
+    const T* w[HC];
+    const T* x[CC];
+    for (std::size_t h = 0; h < HC; ++h) w[h] = a.weight[h];
+    for (std::size_t c = 0; c < CC; ++c) x[c] = a.axis[c];
+    for (std::size_t r0 = 0; r0 < n; r0 += W) {
+      for (std::size_t r = r0; r < r0 + W; ++r) {
+        const std::size_t b = static_cast<std::size_t>(a.token_offset[r]);
+        const std::size_t e = static_cast<std::size_t>(a.token_offset[r + 1]);
+        T acc[HC][CC] = {};
+        for (std::size_t t = b; t < e; ++t)
+          for (std::size_t h = 0; h < HC; ++h)
+            for (std::size_t c = 0; c < CC; ++c) acc[h][c] = acc[h][c] + w[h][t] * x[c][t];
+        for (std::size_t h = 0; h < HC; ++h)
+          for (std::size_t c = 0; c < CC; ++c) a.context[(h * CC + c) * S + r] = acc[h][c];
+      }
+      finish(a, r0);
+    }
+  }
+  template <std::size_t HC>
+  static bool long_ordered_axes(const KernelArgs<T>& a, std::size_t n) noexcept {
+    switch (a.axes) {
+      case 1: long_ordered<HC, 1>(a, n); return true;
+      case 2: long_ordered<HC, 2>(a, n); return true;
+      case 3: long_ordered<HC, 3>(a, n); return true;
+      default: return false;
+    }
+  }
+  /// Compile-time heads 1..4 and axes 1..3 (15 sums at most stay in registers); false otherwise.
+  static bool long_ordered(const KernelArgs<T>& a, std::size_t n) noexcept {
+    switch (a.heads) {
+      case 1: return long_ordered_axes<2>(a, n);
+      case 2: return long_ordered_axes<3>(a, n);
+      case 3: return long_ordered_axes<4>(a, n);
+      case 4: return long_ordered_axes<5>(a, n);
+      default: return false;
+    }
+  }
+
   static std::size_t run(const KernelArgs<T>& a, Strategy how) noexcept {
     const std::size_t n = a.n_reports / W * W;
     if (n == 0) return 0;
     const std::size_t L = a.uniform_length;
+    const std::size_t tokens = static_cast<std::size_t>(a.token_offset[a.n_reports] - a.token_offset[0]);
+    const bool long_reports_here = tokens >= kLongReport * a.n_reports;
     if constexpr (std::is_same_v<T, float>) {
-      const std::size_t tokens = static_cast<std::size_t>(a.token_offset[a.n_reports] - a.token_offset[0]);
-      if (how == Strategy::tokens || (how == Strategy::automatic && tokens >= kLongReport * a.n_reports)) {
+      if (how == Strategy::tokens || (how == Strategy::automatic && long_reports_here)) {
         long_reports(a, n);
         return n;
       }
+    } else {
+      if ((how == Strategy::tokens || (how == Strategy::automatic && long_reports_here)) && long_ordered(a, n))
+        return n;
     }
     // The tile must hold at least one token of every row; beyond that the scalar code is as good.
     const std::size_t rows = std::size_t(a.axes) + a.heads + 1;
