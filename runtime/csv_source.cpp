@@ -47,6 +47,7 @@ class CsvSource final : public ReportSource {
       if (!c) throw InputError(reader_.path(), reader_.line(), name, "required column is missing from the header");
       return *c;
     };
+    schema_.names_scenarios = true;
     c_report_ = required("report_id");
     c_scenario_ = required("scenario");
     c_token_ = required("token");

@@ -18,6 +18,16 @@ OutputFile::OutputFile(const std::string& path) : path_(path) {
     file_ = stdout;
     return;
   }
+  // Devices and pipes (/dev/null, /dev/stdout, a FIFO) are written in place: renaming a
+  // temporary over them would replace the device with a regular file.
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    file_ = std::fopen(path.c_str(), "wb");
+    if (!file_) throw Error(path + ": cannot open output: " + std::strerror(errno));
+    direct_ = true;
+    return;
+  }
   tmp_ = path + ".tmp-XXXXXX";
   int fd = ::mkstemp(tmp_.data());
   if (fd < 0) throw Error(path + ": cannot create output: " + std::strerror(errno));
@@ -32,7 +42,7 @@ OutputFile::OutputFile(const std::string& path) : path_(path) {
 OutputFile::~OutputFile() {
   if (file_ && file_ != stdout) {
     std::fclose(file_);
-    if (!committed_) std::remove(tmp_.c_str());
+    if (!committed_ && !direct_) std::remove(tmp_.c_str());
   }
 }
 
@@ -45,6 +55,12 @@ void OutputFile::write(std::string_view bytes) {
 void OutputFile::commit() {
   if (std::fflush(file_) != 0) throw Error(path_ + ": write failed: " + std::strerror(errno));
   if (file_ == stdout) return;
+  if (direct_) {
+    std::fclose(file_);
+    file_ = nullptr;
+    committed_ = true;
+    return;
+  }
   // mkstemp creates 0600; give the file the usual permissions.
   ::fchmod(::fileno(file_), 0644);
   if (std::fclose(file_) != 0) {

@@ -34,6 +34,7 @@ struct Work {
   std::vector<std::vector<float>> axis32, w32;
   std::vector<float> out32;
   WeightBlock weights;
+  std::vector<std::string> names;  // scenario names per slot, copied while the source is not running
   BatchResult result;
   std::vector<std::unique_ptr<SinkPartial>> partials;
 };
@@ -62,7 +63,7 @@ class WorkPool {
   std::vector<Work*> free_;
 };
 
-void check_weights(const ReportBatch& batch, const WeightBlock& w, const std::string& scenario) {
+void check_weights(const ReportBatch& batch, const WeightBlock& w, const std::string& scenario, const std::string& label) {
   const std::size_t n = batch.n_tokens();
   for (std::uint32_t h = 0; h <= w.heads; ++h) {
     const double* row = w.rows[h].data();
@@ -74,7 +75,8 @@ void check_weights(const ReportBatch& batch, const WeightBlock& w, const std::st
         if (!(row[t] >= 0.0 && row[t] <= 1.7976931348623157e308)) {
           char v[32];
           std::snprintf(v, sizeof v, "%g", row[t]);
-          throw Error("report '" + batch.report_id(r) + "', scenario '" + scenario + "': " +
+          throw Error((label.empty() ? std::string() : label + ": ") + "report '" + batch.report_id(r) + "', scenario '" +
+                      scenario + "': " +
                       (h ? "head" + std::to_string(h) : std::string("single")) + " weight of token " +
                       std::to_string(t - batch.token_offset[r] + 1) + " is " + v +
                       " (weights must be finite and >= 0)");
@@ -195,6 +197,7 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
   oneapi::tbb::global_control cap(oneapi::tbb::global_control::max_allowed_parallelism, threads);
   const std::size_t in_flight = opt.in_flight ? opt.in_flight : 2 * std::size_t(threads);
   const auto own = weighting.own_scenarios();
+  const std::string label = weighting.label();
   const bool random_access = source.random_access();
   const std::size_t chunk = opt.chunk_reports ? opt.chunk_reports : 1;
   const std::uint64_t total_hint = source.total_reports();
@@ -207,6 +210,19 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
   const std::uint64_t max_chunks = random_access && total_hint ? (total_hint + chunk - 1) / chunk : UINT64_MAX;
   const auto t0 = Clock::now();
 
+  auto resolve_names = [&](Work& w) {
+    w.names.clear();
+    if (!own.empty()) {
+      w.names = own;
+      return;
+    }
+    const auto& all = source.schema().scenario_names;
+    for (std::uint32_t s : w.batch.scenarios) {
+      if (s >= all.size()) throw Error("scenario generator returned scenario index " + std::to_string(s) + " beyond its schema");
+      w.names.push_back(all[s]);
+    }
+  };
+
   auto input = [&](oneapi::tbb::flow_control& fc) -> Work* {
     if (exhausted.load(std::memory_order_relaxed) || next_index >= max_chunks) {
       fc.stop();
@@ -214,11 +230,16 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     }
     Work* w = pool.take();
     w->index = next_index;
-    if (!random_access && !source.next(w->batch, chunk)) {
-      exhausted = true;
-      pool.give(w);
-      fc.stop();
-      return nullptr;
+    if (!random_access) {
+      if (!source.next(w->batch, chunk)) {
+        exhausted = true;
+        pool.give(w);
+        fc.stop();
+        return nullptr;
+      }
+      // A sequential source may grow its scenario list while later batches are read, so the
+      // names are copied here, on the thread that calls next(), not read in the parallel stage.
+      resolve_names(*w);
     }
     ++next_index;
     return w;
@@ -232,7 +253,8 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
       return w;
     }
     ReportBatch& b = w->batch;
-    const std::size_t slots = own.empty() ? b.scenarios.size() : own.size();
+    if (random_access) resolve_names(*w);  // random-access sources have a fixed schema
+    const std::size_t slots = w->names.size();
     BatchResult& res = w->result;
     res.index = w->index;
     res.batch = &b;
@@ -241,11 +263,11 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     if (opt.precision == Precision::f64) axes.project(b, w->axis64);
     else axes.project(b, w->axis32);
     for (std::size_t j = 0; j < slots; ++j) {
-      const std::string& name = own.empty() ? source.schema().scenario_names.at(b.scenarios[j]) : own[j];
+      const std::string& name = w->names[j];
       res.scenario_names.push_back(&name);
       w->weights.resize(weighting.heads(), b.n_tokens());
       weighting.weights(b, static_cast<std::uint32_t>(j), w->weights);
-      check_weights(b, w->weights, name);
+      check_weights(b, w->weights, name, label);
       if (opt.precision == Precision::f64) compute_slot(*w, w->axis64, opt.simd, res.metrics[j]);
       else compute_slot(*w, w->axis32, opt.simd, res.metrics[j]);
       check_results(b, res.metrics[j], name);

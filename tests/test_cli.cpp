@@ -197,7 +197,7 @@ TEST_CASE("custom axes over any numeric columns, with coefficients", "[cli][axes
   CHECK(usage.status == 2);
 }
 
-TEST_CASE("--output is atomic: written whole on success, absent on error", "[cli][output]") {
+TEST_CASE("output files are atomic: written whole on success, absent on error", "[cli][output]") {
   TempDir dir;
   const std::string out = dir.file("result.jsonl");
   auto ok = run_cli("run --input " + shell_quote(kSeedCsv) + " --format jsonl --output " + shell_quote(out));
@@ -227,4 +227,20 @@ TEST_CASE("usage errors exit with status 2", "[cli]") {
   auto missing = run_cli("run --input /no/such/file.csv");
   CHECK(missing.status == 1);
   CHECK_THAT(missing.err, Contains("/no/such/file.csv"));
+}
+
+TEST_CASE("output to a device or pipe is written in place and leaves the device alone", "[cli][output]") {
+  TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // A reader drains the FIFO while headsep writes to it.
+  auto r = run_shell("(cat " + shell_quote(fifo) + " > " + shell_quote(dir.file("drained")) + " &) ; " +
+                     shell_quote(HEADSEP_CLI) + " run --input " + shell_quote(kSeedCsv) + " --format jsonl --output " +
+                     shell_quote(fifo) + "; sleep 0.2");
+  CHECK(r.status == 0);
+  CHECK(fs::is_fifo(fifo));
+  CHECK(read_file(dir.file("drained")).find("\"report_id\":\"ops_pressure_return\"") != std::string::npos);
+  auto n = run_cli("run --input " + shell_quote(kSeedCsv) + " --format jsonl --output /dev/null");
+  CHECK(n.status == 0);
+  CHECK(fs::is_character_file("/dev/null"));
 }

@@ -1,5 +1,6 @@
 // Helpers shared by the core tests: temp folders, files, running the real CLI.
 #pragma once
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>

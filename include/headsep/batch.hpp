@@ -64,10 +64,11 @@ struct WeightBlock {
   std::vector<std::vector<double>> rows;         ///< [heads + 1][token] (per_token)
   std::vector<std::uint64_t> query_offset;       ///< per_query only: n_reports + 1
 
+  /// Sizes the rows without clearing them: a weighting fills every token of every row.
   void resize(std::uint32_t n_heads, std::size_t n_tokens) {
     heads = n_heads;
     rows.resize(n_heads + 1);
-    for (auto& r : rows) r.assign(n_tokens, 0.0);
+    for (auto& r : rows) r.resize(n_tokens);
   }
 };
 

@@ -11,7 +11,8 @@ namespace headsep {
 
 /// A destination that never leaves a half-written file: writes go to "PATH.tmp-XXXXXX" in the
 /// same folder and commit() renames it over PATH; destroyed without commit(), the temporary is removed.
-/// An empty path or "-" means standard output.
+/// An empty path or "-" means standard output; an existing non-regular file (a device such as
+/// /dev/null, a FIFO) is written in place.
 class OutputFile {
  public:
   explicit OutputFile(const std::string& path);
@@ -26,6 +27,7 @@ class OutputFile {
   std::string path_, tmp_;
   std::FILE* file_ = nullptr;
   bool committed_ = false;
+  bool direct_ = false;  ///< a device or pipe, written in place
 };
 
 enum class Format : std::uint8_t { text, jsonl, csv };

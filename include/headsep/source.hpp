@@ -28,6 +28,7 @@ class ReportSource {
   /// Random-access sources only: fills chunk `index`, i.e. reports [index*chunk_reports, ...),
   /// with batch.first_report set accordingly. Returns false when the chunk is past the end.
   /// Thread-safe for distinct batches. The engine never mixes next() and fill() on one source.
+  /// A random-access source's schema (scenario names included) is fixed once it is opened.
   virtual bool fill(std::uint64_t index, std::size_t chunk_reports, ReportBatch& batch) const {
     (void)index, (void)chunk_reports, (void)batch;
     return false;
@@ -40,6 +41,8 @@ class Weighting {
  public:
   virtual ~Weighting() = default;
   virtual std::uint32_t heads() const = 0;
+  /// Names the scheme in error messages (a plugin: its name and file); may be empty.
+  virtual std::string label() const { return {}; }
   /// Scenarios this scheme defines itself (head designs), applied to every report.
   /// Empty: the scheme evaluates the scenarios the data names (ReportBatch::scenarios).
   virtual std::vector<std::string> own_scenarios() const { return {}; }

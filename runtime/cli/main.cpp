@@ -1,5 +1,7 @@
 // headsep — command-line front end.
 // Exit status: 0 ok, 1 bad input or plugin error (message on stderr), 2 usage error.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "headsep/plugin_host.hpp"
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
+#include "headsep/summary.hpp"
 
 namespace headsep {
 extern const std::string_view seed_csv;
@@ -25,7 +28,10 @@ namespace {
 using namespace headsep;
 
 struct RunArgs {
-  std::string input, axes{kSeedAxes}, format = "text", output, simd, precision = "f64";
+  std::string input, axes{kSeedAxes}, format, output, simd, precision = "f64";
+  std::string per_report, summary;             // --per-report PATH, --summary PATH
+  std::size_t top = 10, bins = 20;
+  bool quiet = false;
   std::string scenario, weighting;             // plugin names
   std::vector<std::string> params;             // -p [plugin.]key=value
   std::vector<std::string> plugin_dirs;        // --plugin-dir
@@ -126,21 +132,57 @@ RunOptions run_options(const RunArgs& a) {
   return opt;
 }
 
-/// Runs a set-up source/weighting into the chosen output; the file appears only when complete.
+/// Runs a set-up source/weighting into the outputs asked for; files appear only when complete.
+///  - rows (one per report and scenario): --per-report PATH (format from the extension), or
+///    --output PATH / stdout in --format (default text). Rows go to stdout when --format is
+///    given, or when nothing else is asked for and the data names its scenarios (CSV input).
+///  - the per-scenario summary: JSON with --summary PATH, and a table on stdout when stdout is
+///    not carrying rows and no rows were asked for, or with --summary/--per-report (not --quiet).
 int execute(Setup& s, const RunArgs& a) {
-  const Format format = parse_format(a.format);
   RunOptions opt = run_options(a);
+  opt.progress = !a.quiet && ::isatty(STDERR_FILENO);
   RunInfo info{s.axes.names(), s.weighting->heads()};
-  OutputFile out(a.output);
-  auto writer = make_writer(format, out, info);
-  RunStats stats = run(*s.source, *s.weighting, s.axes, opt, {writer.get()});
-  writer->finish(s.source->rows_read(), stats.source_rows);
-  out.commit();
+  const bool rows_to_stdout = a.output.empty() &&
+                              (!a.format.empty() || (a.per_report.empty() && a.summary.empty() && s.source->schema().names_scenarios));
+  std::vector<ResultSink*> sinks;
+  std::vector<std::unique_ptr<OutputFile>> files;
+  std::vector<std::unique_ptr<ResultWriter>> writers;
+  auto add_rows = [&](const std::string& path, Format format) {
+    files.push_back(std::make_unique<OutputFile>(path));
+    writers.push_back(make_writer(format, *files.back(), info));
+    sinks.push_back(writers.back().get());
+  };
+  if (!a.per_report.empty()) add_rows(a.per_report, format_from_extension(a.per_report));
+  if (!a.output.empty() || rows_to_stdout) add_rows(a.output, a.format.empty() ? Format::text : parse_format(a.format));
+  std::unique_ptr<Summary> summary;
+  // The table is the answer when no rows were asked for, or alongside --summary/--per-report.
+  const bool table = !rows_to_stdout && !a.quiet && (a.output.empty() || !a.summary.empty() || !a.per_report.empty());
+  if (!a.summary.empty() || table) {
+    summary = std::make_unique<Summary>(info, SummaryOptions{a.top, a.bins, 0.005});
+    sinks.push_back(summary.get());
+  }
+  RunStats stats = run(*s.source, *s.weighting, s.axes, opt, sinks);
+  for (auto& w : writers) w->finish(s.source->rows_read(), stats.source_rows);
+  if (!a.summary.empty()) {
+    OutputFile out(a.summary);
+    out.write(summary->json());
+    out.commit();
+  }
+  for (auto& f : files) f->commit();
+  if (table) {
+    std::printf("%s", summary->table().c_str());
+    std::printf("%llu reports, %llu (report, scenario) groups in %.3f s: %.3g groups/s (%s, %s)\n",
+                static_cast<unsigned long long>(stats.reports), static_cast<unsigned long long>(stats.groups),
+                stats.seconds, stats.seconds > 0 ? double(stats.groups) / stats.seconds : 0.0,
+                std::string(to_string(opt.simd)).c_str(), opt.precision == Precision::f64 ? "f64" : "f32");
+  }
   return 0;
 }
 
 int run_cmd(const RunArgs& a) {
-  parse_format(a.format);  // usage errors before any plugin is loaded or file touched
+  // Usage errors before any plugin is loaded or file touched.
+  if (!a.format.empty()) parse_format(a.format);
+  if (!a.per_report.empty()) format_from_extension(a.per_report);
   run_options(a);
   Setup s = build_setup(a);
   return execute(s, a);
@@ -237,8 +279,13 @@ int main(int argc, char** argv) {
   runc->add_option("--report", ra.reports, "Report id to analyse (repeatable; default: all)");
   runc->add_option("--axes", ra.axes, "Context axes, e.g. 'd=decision_axis;ec=evidence_axis+condition_axis'")
       ->capture_default_str();
-  runc->add_option("--format,-f", ra.format, "Output format: text, jsonl or csv")->capture_default_str();
-  runc->add_option("--output,-o", ra.output, "Write to this file (atomically) instead of stdout");
+  runc->add_option("--format,-f", ra.format, "Rows on stdout (or --output) as text (the seed's format), jsonl or csv");
+  runc->add_option("--output,-o", ra.output, "Write the rows to this file (atomically) instead of stdout");
+  runc->add_option("--per-report", ra.per_report, "Stream every (report, scenario) row to PATH (.jsonl or .csv)");
+  runc->add_option("--summary", ra.summary, "Write the per-scenario summary (stats, quantiles, histogram, top-k) as JSON");
+  runc->add_option("--top", ra.top, "Reports with the largest separation kept per scenario")->capture_default_str();
+  runc->add_option("--bins", ra.bins, "Histogram bins of head_separation")->check(CLI::PositiveNumber)->capture_default_str();
+  runc->add_flag("--quiet,-q", ra.quiet, "No progress bar and no summary table");
   runc->add_option("--threads", ra.threads, "Worker threads (0 = all cores)");
   runc->add_option("--simd", ra.simd, "Force a SIMD level: scalar, sse2, avx2, avx512 (default: best, or $HEADSEP_SIMD)");
   runc->add_option("--precision", ra.precision, "f64 (default, the seed's arithmetic) or f32")->capture_default_str();

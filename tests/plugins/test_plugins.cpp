@@ -393,7 +393,7 @@ TEST_CASE("a newer ABI minor with a longer descriptor is accepted", "[plugins]")
   auto info = inspect_plugin(kCases / "newer-minor" / "newer-minor.so");
   CHECK(info.abi_major == 1);
   CHECK(info.abi_minor == 7);
-  auto r = cli("run -s ops-reports -w newer-minor -p reports=3 --plugin-dir " + q(kCases / "newer-minor"));
+  auto r = cli("run -s ops-reports -w newer-minor -p reports=3 --format text --plugin-dir " + q(kCases / "newer-minor"));
   CHECK(r.rc == 0);
   CHECK(contains(r.out, "[newer-minor]"));
 }
@@ -428,7 +428,7 @@ TEST_CASE("an out-of-tree plugin builds against an installed headsep and runs", 
   auto list = sh(q(headsep) + " plugins --plugin-dir " + q(drop));
   CHECK(contains(list.out, "template-reports"));
   CHECK(contains(list.out, (prefix / "lib" / "headsep" / "plugins" / "axis-focus.so").string()));
-  auto run = sh(q(headsep) + " run --plugin-dir " + q(drop) + " -s template-reports -w axis-focus -p reports=3 -p prefix=demo");
+  auto run = sh(q(headsep) + " run --plugin-dir " + q(drop) + " -s template-reports -w axis-focus -p reports=3 -p prefix=demo --format text");
   INFO(run.err);
   REQUIRE(run.rc == 0);
   CHECK(contains(run.out, "report_id = 'demo-2'"));
