@@ -7,6 +7,8 @@
 namespace headsep {
 namespace {
 
+constexpr std::size_t kExactCapacity = 4096;
+
 struct Partial : SinkPartial {
   struct Slot {
     std::vector<QuantileSketch> sketches;
@@ -55,7 +57,7 @@ Summary::Scenario& Summary::scenario(const std::string& name) {
   auto [it, inserted] = index_.try_emplace(name, scenarios_.size());
   if (inserted) {
     Scenario s{name, 0, {}, TopK(opt_.top_k), {}};
-    for (auto& m : metric_names()) s.metrics.push_back({m, {}, QuantileSketch(opt_.relative_accuracy)});
+    for (auto& m : metric_names()) s.metrics.push_back({m, {}, QuantileSketch(opt_.relative_accuracy, kExactCapacity)});
     scenarios_.push_back(std::move(s));
   }
   return scenarios_[it->second];
@@ -65,10 +67,14 @@ void Summary::prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& part
   auto p = std::make_unique<Partial>();
   const auto& b = *res.batch;
   const std::size_t n_metrics = 1 + std::size_t(info_.heads) * info_.axis_names.size();
+  // Quantiles stay exact while a scenario has at most kExactCapacity groups. A batch reaching
+  // past that report index can only feed a scenario that will end in sketch mode (whatever the
+  // chunking), so it skips storing values and goes straight to buckets.
+  const std::size_t capacity = b.first_report + b.n_reports() <= kExactCapacity ? kExactCapacity : 0;
   for (const auto& m : res.metrics) {
     Partial::Slot slot;
     for (std::size_t k = 0; k < n_metrics; ++k) {
-      QuantileSketch s(opt_.relative_accuracy);
+      QuantileSketch s(opt_.relative_accuracy, capacity);
       const double* row = metric_row(m, k);
       for (std::size_t r = 0; r < m.n; ++r) s.add(row[r]);
       slot.sketches.push_back(std::move(s));
@@ -114,7 +120,7 @@ std::string Summary::json() const {
   root["heads"] = info_.heads;
   root["axes"] = info_.axis_names;
   root["groups"] = groups();
-  root["quantiles"] = {{"method", "exact (linear interpolation) up to 4096 values per scenario, else relative-error sketch"},
+  root["quantiles"] = {{"method", "exact (linear interpolation) up to 4096 groups per scenario, else relative-error sketch"},
                        {"relative_accuracy", opt_.relative_accuracy}};
   ordered_json scen = ordered_json::array();
   for (const auto& s : scenarios_) {

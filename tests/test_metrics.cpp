@@ -192,7 +192,7 @@ TEST_CASE("output is byte-identical for any thread count and chunk size; SIMD le
   // A larger uniform-length set so vector paths and several batches are exercised.
   std::string csv = "report_id,scenario,token,decision_axis,evidence_axis,condition_axis,single_weight,head1_weight,head2_weight,head3_weight\n";
   std::uniform_real_distribution<double> u(0, 1);
-  for (int r = 0; r < 3000; ++r) {
+  for (int r = 0; r < 6000; ++r) {  // past 4096: summaries in sketch mode
     std::string feats[3];
     for (auto& f : feats) f = "," + fmt(u(g)) + "," + fmt(u(g)) + "," + fmt(u(g));
     for (const char* sc : {"a", "b"})
