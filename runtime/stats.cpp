@@ -128,6 +128,28 @@ void QuantileSketch::add(double x) {
   if (x > max_) max_ = x;
 }
 
+void QuantileSketch::add(const double* x, std::size_t n) {
+  bool finite = true;
+  double lo = min_, hi = max_;
+  for (std::size_t i = 0; i < n; ++i) {
+    finite &= std::isfinite(x[i]);
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  if (!finite) throw std::domain_error("QuantileSketch::add: value must be finite");
+  std::size_t i = 0;
+  if (exact_) {
+    const std::size_t take = std::min(n, capacity_ > values_.size() ? capacity_ - values_.size() : std::size_t(0));
+    values_.insert(values_.end(), x, x + take);
+    i = take;
+    if (i < n) to_sketch();
+  }
+  for (; i < n; ++i) sketch_add(x[i]);
+  n_ += n;
+  min_ = lo;
+  max_ = hi;
+}
+
 void QuantileSketch::merge(const QuantileSketch& other) {
   if (other.subdivisions_ != subdivisions_)
     throw std::invalid_argument("QuantileSketch::merge: relative accuracies differ");

@@ -75,8 +75,7 @@ void Summary::prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& part
     Partial::Slot slot;
     for (std::size_t k = 0; k < n_metrics; ++k) {
       QuantileSketch s(opt_.relative_accuracy, capacity);
-      const double* row = metric_row(m, k);
-      for (std::size_t r = 0; r < m.n; ++r) s.add(row[r]);
+      s.add(metric_row(m, k), m.n);
       slot.sketches.push_back(std::move(s));
     }
     slot.top = TopK(opt_.top_k);
@@ -157,12 +156,11 @@ std::string Summary::json() const {
 }
 
 std::string Summary::table() const {
-  std::string out;
+  std::string out = "head_separation per scenario\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-30s %12s %9s %9s %9s %9s %9s %9s %9s\n", "scenario", "reports", "mean", "std",
                 "p01", "p10", "p50", "p90", "p99");
   out += line;
-  out += "head_separation per scenario\n";
   for (const auto& s : scenarios_) {
     const auto& m = s.metrics[0];
     auto q = [&](double p) { return m.sketch.count() ? m.sketch.quantile(p) : 0.0; };

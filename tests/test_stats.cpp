@@ -197,3 +197,24 @@ TEST_CASE("QuantileSketch edge cases", "[stats]") {
     CHECK((h.front().lo == -0.5 && h.back().hi == 0.5 && h[2].count == 1000));
   }
 }
+
+TEST_CASE("adding a row at once equals adding value by value", "[stats]") {
+  std::mt19937_64 g(3);
+  std::normal_distribution<double> nd(0, 5);
+  std::vector<double> v(10000);
+  for (auto& x : v) x = nd(g);
+  for (std::size_t cap : {std::size_t(0), std::size_t(100), std::size_t(4096), std::size_t(20000)}) {
+    QuantileSketch one(0.005, cap), many(0.005, cap);
+    for (double x : v) one.add(x);
+    many.add(v.data(), 3);  // crosses the capacity inside a row for some caps
+    many.add(v.data() + 3, v.size() - 3);
+    CHECK(one.count() == many.count());
+    CHECK(one.exact() == many.exact());
+    CHECK(one.min() == many.min());
+    CHECK(one.max() == many.max());
+    for (double q : {0.0, 0.01, 0.5, 0.99, 1.0}) CHECK(one.quantile(q) == many.quantile(q));
+  }
+  QuantileSketch s;
+  const double bad[] = {1.0, std::nan("")};
+  CHECK_THROWS_AS(s.add(bad, 2), std::domain_error);
+}

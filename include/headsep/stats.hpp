@@ -66,6 +66,9 @@ class QuantileSketch {
   explicit QuantileSketch(double relative_accuracy = 0.005, std::size_t exact_capacity = 4096);
   /// @brief Finite x only (any sign, zero allowed); @throws std::domain_error otherwise.
   void add(double x);
+  /// @brief Adds n values at once (the engine's per-batch rows): one finiteness check and
+  /// one mode check for the whole row. Same result as n calls of add().
+  void add(const double* x, std::size_t n);
   /// @throws std::invalid_argument when the bucket layouts (relative accuracies) differ.
   void merge(const QuantileSketch& other);
   uint64_t count() const noexcept { return n_; }
