@@ -166,16 +166,6 @@ void roofline(benchmark::State& st, std::size_t L, std::size_t heads, int thread
   st.SetBytesProcessed(std::int64_t(st.iterations()) * std::int64_t(d.input_bytes()));
 }
 
-const char* name(Strategy s) {
-  switch (s) {
-    case Strategy::automatic: return "auto";
-    case Strategy::transpose: return "transpose";
-    case Strategy::gather: return "gather";
-    case Strategy::shuffle: return "shuffle";
-    case Strategy::tokens: return "tokens";
-  }
-  return "?";
-}
 
 template <class T>
 void register_all(const char* prec) {
@@ -198,7 +188,7 @@ void register_all(const char* prec) {
           }
           for (auto how : hows)
             benchmark::RegisterBenchmark(
-                ("kernel/" + std::string(prec) + "/" + std::string(to_string(level)) + "/" + name(how) + suffix).c_str(),
+                ("kernel/" + std::string(prec) + "/" + std::string(to_string(level)) + "/" + kernels::to_string(how) + suffix).c_str(),
                 [=](benchmark::State& st) { kernel<T>(st, level, how, L, heads, threads); })
                 ->UseRealTime()->Unit(benchmark::kMillisecond);
         }

@@ -24,6 +24,18 @@ enum class Strategy {
               ///< sums interleaved, each still in token order (bit-identical)
 };
 
+/// Short name of a strategy, for test messages and benchmark names.
+constexpr const char* to_string(Strategy s) noexcept {
+  switch (s) {
+    case Strategy::automatic: return "auto";
+    case Strategy::transpose: return "transpose";
+    case Strategy::gather: return "gather";
+    case Strategy::shuffle: return "shuffle";
+    case Strategy::tokens: return "tokens";
+  }
+  return "?";
+}
+
 /// Metric kernel for one architecture. Computes a prefix [0, n) of the reports, n a multiple
 /// of the vector width, and returns n; the caller finishes [n, n_reports) with metrics_scalar
 /// (so the scalar reference is never compiled with AVX flags: see runtime/kernels/CMakeLists.txt).

@@ -152,16 +152,6 @@ std::vector<SimdLevel> levels_under_test() {
   return run;
 }
 
-const char* name(Strategy s) {
-  switch (s) {
-    case Strategy::automatic: return "automatic";
-    case Strategy::transpose: return "transpose";
-    case Strategy::gather: return "gather";
-    case Strategy::shuffle: return "shuffle";
-    case Strategy::tokens: return "tokens";
-  }
-  return "?";
-}
 
 template <class T>
 void sweep() {
@@ -183,7 +173,7 @@ void sweep() {
                 ++runs;
                 const std::string err = compare<T>(k, level, how);
                 if (!err.empty() && ++failures <= 10)
-                  FAIL_CHECK(to_string(level) << " " << name(how) << " n=" << n << " len=" << len
+                  FAIL_CHECK(to_string(level) << " " << kernels::to_string(how) << " n=" << n << " len=" << len
                                               << (uniform ? " uniform" : " ragged") << " heads=" << heads
                                               << " axes=" << axes << ": " << err);
               }
@@ -214,7 +204,7 @@ TEST_CASE("f64 special values (signed zeros, infinities, NaN, subnormals) match 
               if (rng() % 3 == 0) v = specials[pick(rng)];
         for (auto how : {Strategy::automatic, Strategy::transpose, Strategy::gather, Strategy::shuffle}) {
           const std::string err = compare<double>(k, level, how);
-          INFO(to_string(level) << " " << name(how) << " len=" << len << ": " << err);
+          INFO(to_string(level) << " " << kernels::to_string(how) << " len=" << len << ": " << err);
           CHECK(err.empty());
         }
       }
