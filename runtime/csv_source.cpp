@@ -152,7 +152,7 @@ class CsvSource final : public ReportSource {
     if (!closed_.insert(std::hash<std::string>{}(id)).second)
       throw InputError(reader_.path(), first_line, "report_id",
                        "rows of report '" + id + "' resume after other reports; keep each report's rows together (sort the file by report_id)");
-    seen_selected_.insert(id);
+    if (!keep_.empty()) seen_selected_.insert(id);  // only --report runs need to know what was found
     // Rows are swapped (not copied) into a reused buffer, so steady state allocates nothing.
     std::size_t n_rows = 0;
     while (has_row_ && row_report_ == id) {
