@@ -128,6 +128,7 @@ class TextWriter final : public BufferedWriter {
     const auto& b = *res.batch;
     const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
     std::vector<double> v;
+    reports_ += b.n_reports();
     for (std::size_t r = 0; r < b.n_reports(); ++r) {
       if (first_id_.empty()) first_id_ = b.report_id(r);
       else if (b.report_id(r) != first_id_) multi_ = true;
@@ -172,8 +173,12 @@ class TextWriter final : public BufferedWriter {
     }
   }
   void finish(std::uint64_t rows_read, std::uint64_t rows_selected) override {
-    buf_ += "csv_rows = " + std::to_string(rows_read) + "\n";
-    buf_ += "focus_report_rows = " + std::to_string(rows_selected) + "\n";
+    if (rows_read || rows_selected) {
+      buf_ += "csv_rows = " + std::to_string(rows_read) + "\n";
+      buf_ += "focus_report_rows = " + std::to_string(rows_selected) + "\n";
+    } else {  // a generated set has no input rows: say how many reports it produced
+      buf_ += "reports = " + std::to_string(reports_) + "\n";
+    }
     buf_ += "context_axes = [";
     for (std::size_t c = 0; c < info_.axis_names.size(); ++c) {
       if (c) buf_ += ", ";
@@ -202,6 +207,7 @@ class TextWriter final : public BufferedWriter {
   std::vector<std::pair<std::string, std::string>> body_;
   std::string first_id_;
   bool multi_ = false;
+  std::uint64_t reports_ = 0;
 };
 
 // Rows are formatted on worker threads (prepare) and written in batch order (consume).

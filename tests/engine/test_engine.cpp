@@ -114,3 +114,11 @@ TEST_CASE("bad engine options are usage errors", "[engine][cli]") {
   CHECK(run_cli(kSynth + "--simd neon").status == 2);
   CHECK(run_cli(kSynth + "--chunk 0").status == 2);
 }
+
+TEST_CASE("text rows of a generated set: report count instead of CSV row counts, one block per report", "[engine][cli]") {
+  auto r = run_cli("run --scenario ops-reports --weighting uniform -p reports=5 --format text");
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("reports = 5\ncontext_axes = ['decision_axis', 'evidence_condition_axis']\n\n[uniform]\n"
+                                      "report_id = '#0'\n"));
+  CHECK_THAT(r.out, Contains("report_id = '#4'") && Contains("head_separation = 0.0"));
+}
