@@ -140,8 +140,7 @@ class TextWriter final : public BufferedWriter {
         s += "tokens = [";
         for (auto t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t) {
           if (t != b.token_offset[r]) s += ", ";
-          if (b.token_names.empty()) append_py_str(s, "t" + std::to_string(t - b.token_offset[r]));
-          else append_py_str(s, b.token_names[t]);
+          append_py_str(s, b.token_name(r, t));
         }
         s += "]\n";
         auto row = [&](std::string label, std::uint32_t h) {
@@ -210,6 +209,16 @@ class TextWriter final : public BufferedWriter {
   std::uint64_t reports_ = 0;
 };
 
+// Report r's tokens as a JSON array (used whole in JSONL, as one field in CSV).
+void append_json_tokens(std::string& s, const ReportBatch& b, std::size_t r) {
+  s += '[';
+  for (auto t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t) {
+    if (t != b.token_offset[r]) s += ',';
+    append_json_string(s, b.token_name(r, t));
+  }
+  s += ']';
+}
+
 // Rows are formatted on worker threads (prepare) and written in batch order (consume).
 struct Formatted : SinkPartial {
   std::string bytes;
@@ -249,20 +258,20 @@ class JsonlWriter final : public RowWriter {
   void format(const BatchResult& res, std::string& s) const override {
     const auto& b = *res.batch;
     const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
+    std::string tokens;  // the same for every scenario of a report
     for (std::size_t r = 0; r < b.n_reports(); ++r) {
       const std::string id = b.report_id(r);
+      tokens.clear();
+      append_json_tokens(tokens, b, r);
       for (std::size_t j = 0; j < res.metrics.size(); ++j) {
         const auto& m = res.metrics[j];
         s += "{\"report_id\":";
         append_json_string(s, id);
         s += ",\"scenario\":";
         append_json_string(s, *res.scenario_names[j]);
-        s += ",\"tokens\":[";
-        for (auto t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t) {
-          if (t != b.token_offset[r]) s += ',';
-          append_json_string(s, b.token_names.empty() ? "t" + std::to_string(t - b.token_offset[r]) : b.token_names[t]);
-        }
-        s += "],\"single_head_context\":[";
+        s += ",\"tokens\":";
+        s += tokens;
+        s += ",\"single_head_context\":[";
         for (std::uint32_t c = 0; c < C; ++c) {
           if (c) s += ',';
           append_json_number(s, m.ctx(0, c, r));
@@ -327,12 +336,8 @@ class CsvWriter final : public RowWriter {
     std::string tokens;
     for (std::size_t r = 0; r < b.n_reports(); ++r) {
       const std::string id = b.report_id(r);
-      tokens = "[";
-      for (auto t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t) {
-        if (t != b.token_offset[r]) tokens += ',';
-        append_json_string(tokens, b.token_names.empty() ? "t" + std::to_string(t - b.token_offset[r]) : b.token_names[t]);
-      }
-      tokens += ']';
+      tokens.clear();
+      append_json_tokens(tokens, b, r);
       for (std::size_t j = 0; j < res.metrics.size(); ++j) {
         const auto& m = res.metrics[j];
         append_csv_field(s, id);

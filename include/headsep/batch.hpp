@@ -41,6 +41,10 @@ struct ReportBatch {
   std::string report_id(std::size_t r) const {
     return report_ids.empty() ? "#" + std::to_string(first_report + r) : report_ids[r];
   }
+  /// Name of token t (a batch-wide index): the data's, or "t<position in its report r>".
+  std::string token_name(std::size_t r, std::size_t t) const {
+    return token_names.empty() ? "t" + std::to_string(t - token_offset[r]) : token_names[t];
+  }
   void clear() {
     first_report = 0;
     token_offset.assign(1, 0);
