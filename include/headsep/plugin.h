@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define HEADSEP_PLUGIN_ABI_MAJOR 1
-#define HEADSEP_PLUGIN_ABI_MINOR 0
+#define HEADSEP_PLUGIN_ABI_MINOR 1
 /** Name of the one symbol a plugin exports. */
 #define HEADSEP_PLUGIN_ENTRY_SYMBOL "headsep_plugin_entry"
 
@@ -94,6 +94,9 @@ typedef struct headsep_schema {
                                            generators must list every scenario they use here) */
   uint32_t given_heads;               /**< N when the data carries single + N head weights, else 0 */
   uint64_t total_reports;             /**< number of reports when known in advance (progress), else 0 */
+  /* ---- ABI 1.1 ---- */
+  uint32_t d_model;                   /**< width of the float32 token embeddings every chunk carries
+                                           (headsep_chunk_out.embeddings), 0 = none */
 } headsep_schema;
 
 /** Fields a chunk may carry, for headsep_chunk_out callbacks. */
@@ -131,6 +134,10 @@ struct headsep_chunk_out {
   /** Set by sequential plugins on every call, HEADSEP_END included: input rows read so far,
    *  skipped reports included (0 if not row-based). */
   uint64_t rows_read;
+  /* ---- ABI 1.1 (present when struct_size covers it; hosts 1.1+ always set it) ---- */
+  /** Required, once, when schema.d_model > 0: storage for n_tokens * d_model floats, the token
+   *  embeddings row-major [token][d_model] (so attention reads them without a transpose). */
+  float* (*embeddings)(headsep_chunk_out* out, uint64_t n_tokens);
 };
 
 /** A chunk of reports as a weighting scheme sees it. Host-owned, read-only, valid during the
@@ -147,11 +154,71 @@ typedef struct headsep_batch_view {
   uint32_t n_given_rows;            /**< n_scenarios * (given_heads + 1), or 0 */
   const uint32_t* scenarios;        /**< [n_scenarios] indices into the schema's scenario names */
   const double* const* given_weights; /**< [n_given_rows] -> [n_tokens]: row j*(given_heads+1)+h */
+  /* ---- ABI 1.1 ---- */
+  uint32_t d_model;                 /**< embedding width (schema.d_model), 0 = none */
+  uint32_t reserved;
+  const float* embeddings;          /**< [n_tokens][d_model] row-major, NULL when d_model = 0 */
+  /** Per-query layout only (else NULL): [n_reports + 1]; report r of n tokens owns the n x n
+   *  block [query_offset[r], query_offset[r+1]) of every weight row, query-major (row q = the
+   *  weights query q gives to keys 0..n-1). */
+  const uint64_t* query_offset;
 } headsep_batch_view;
 
 /** Weight layouts (headsep::WeightBlock::Layout). ABI 1.0 hosts accept per_token only. */
 #define HEADSEP_LAYOUT_PER_TOKEN 0u
-#define HEADSEP_LAYOUT_PER_QUERY 1u /**< reserved for attention schemes (n x n per report per head) */
+/** ABI 1.1: explicit attention maps. weights() fills, per report r of n tokens, an n x n block
+ *  (query-major, each query row a distribution: finite, >= 0, summing to 1 within 1e-3) at
+ *  batch.query_offset[r] of every row; for schemes that are not QKV (a previous-token head, a
+ *  fixed positional pattern). The host computes the attention metrics from them, with the
+ *  value vectors V = X (the embeddings, else the feature columns). */
+#define HEADSEP_LAYOUT_PER_QUERY 1u
+
+/** ABI 1.1: where an attention scheme's X comes from. */
+#define HEADSEP_INPUT_EMBEDDINGS 0u /**< the chunk's embeddings (schema.d_model wide) */
+#define HEADSEP_INPUT_FEATURES 1u   /**< the feature columns, in schema order (d_model = n_features) */
+/** ABI 1.1: which tokens are queries. */
+#define HEADSEP_QUERY_ALL 0u   /**< every token (self-attention); metrics averaged over queries */
+#define HEADSEP_QUERY_FIRST 1u
+#define HEADSEP_QUERY_LAST 2u
+#define HEADSEP_QUERY_INDEX 3u /**< query_index (negative counts from the end), clamped to the report */
+/** ABI 1.1: attention masks. */
+#define HEADSEP_MASK_NONE 0u
+#define HEADSEP_MASK_CAUSAL 1u /**< query q sees keys 0..q */
+
+/** ABI 1.1: a QKV attention scheme, defined by its projections; the host runs it (projections,
+ *  scores, softmax, A·V and every metric in its own dispatched kernels), so weights() is not
+ *  called. Memory owned by the weighting state, valid until destroy(). Matrices are float32 in
+ *  PyTorch's nn.Linear layout (y = x W^T + b, W row-major [out][in]); head h (1-based) owns rows
+ *  [(h-1)*d_k, h*d_k) of w_q and w_k and [(h-1)*d_v, h*d_v) of w_v. Bias pointers may be NULL
+ *  (zero). The single-head baseline is one head of width d_model with its own s_* projections. */
+typedef struct headsep_attention_spec {
+  uint32_t struct_size;   /**< sizeof(headsep_attention_spec) as the plugin knows it */
+  uint32_t input;         /**< HEADSEP_INPUT_* */
+  uint32_t d_model;       /**< width of X: must match the input */
+  uint32_t heads;         /**< must equal headsep_weighting_info.heads */
+  uint32_t d_k, d_v;      /**< per-head query/key and value widths */
+  uint32_t query;         /**< HEADSEP_QUERY_* */
+  int32_t query_index;    /**< HEADSEP_QUERY_INDEX only */
+  uint32_t mask;          /**< HEADSEP_MASK_* */
+  uint32_t reserved;
+  /** Either a safetensors file the host reads (layouts and tensor names: docs/SAFETENSORS.md;
+   *  its shapes override d_model/d_k/d_v, which must then agree or be 0) ... */
+  const char* weights_path;
+  /** ... and optionally the baseline's (a 1-head nn.MultiheadAttention state_dict); NULL: the
+   *  baseline comes from weights_path when it holds one, else from s_* below, else it is
+   *  initialised from seed (docs/ATTENTION.md). */
+  const char* baseline_path;
+  uint64_t seed;
+  /** ... or the matrices themselves (when weights_path is NULL; w_q NULL too = every head
+   *  projection initialised from seed, docs/ATTENTION.md): */
+  const float *w_q, *b_q;     /**< [heads*d_k][d_model], [heads*d_k] */
+  const float *w_k, *b_k;     /**< [heads*d_k][d_model], [heads*d_k] */
+  const float *w_v, *b_v;     /**< [heads*d_v][d_model], [heads*d_v] */
+  const float *w_o, *b_o;     /**< optional output projection [d_model][heads*d_v], [d_model] */
+  const float *s_w_q, *s_b_q; /**< baseline [d_model][d_model], [d_model]; NULL = seeded */
+  const float *s_w_k, *s_b_k;
+  const float *s_w_v, *s_b_v;
+} headsep_attention_spec;
 
 /** What a weighting scheme computes. Returned by describe_weighting(): owned by the state,
  *  valid until destroy(). */
@@ -161,6 +228,10 @@ typedef struct headsep_weighting_info {
   uint32_t layout;                   /**< HEADSEP_LAYOUT_* */
   uint32_t n_scenarios;              /**< the scheme's own scenarios (head designs); 0 = none */
   const char* const* scenario_names; /**< [n_scenarios] */
+  /* ---- ABI 1.1 ---- */
+  /** Optional: NULL = weights() computes the weights. Else an array of max(1, n_scenarios)
+   *  attention schemes, one per own scenario (layout must be per-token: it is ignored). */
+  const headsep_attention_spec* attention;
 } headsep_weighting_info;
 
 /** The descriptor returned by headsep_plugin_entry(). Static storage, owned by the plugin.

@@ -18,6 +18,7 @@
 // its what() as the message. Build with -fvisibility=hidden (headsep::plugin_sdk sets it):
 // only headsep_plugin_entry is exported.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -126,6 +127,7 @@ struct SchemaInfo {
   bool names_scenarios = false;        ///< chunks name their scenarios (ChunkWriter::scenario)
   bool random_access = false;          ///< chunk() may run concurrently for distinct indices
   std::uint64_t total_reports = 0;     ///< number of reports when known in advance, else 0
+  std::uint32_t d_model = 0;           ///< ABI 1.1: width of the embeddings every chunk carries, 0 = none
 };
 
 /// Writes one chunk into host-owned memory (valid during chunk() only, not zeroed: write all).
@@ -145,6 +147,12 @@ class ChunkWriter {
   void scenario(std::string_view name) { status(out_->scenario(out_, name.data(), name.size()), "scenario"); }
   void report_id(std::string_view id) { status(out_->report_id(out_, id.data(), id.size()), "report_id"); }
   void token_name(std::string_view name) { status(out_->token_name(out_, name.data(), name.size()), "token_name"); }
+  /// ABI 1.1: the chunk's token embeddings, n_tokens x d_model floats, row-major [token][d_model].
+  std::span<float> embeddings(std::uint64_t n_tokens, std::uint32_t d_model) {
+    if (out_->struct_size < offsetof(headsep_chunk_out, embeddings) + sizeof(void*) || !out_->embeddings)
+      throw PluginError("this headsep host predates embeddings (plugin ABI 1.1)");
+    return {check(out_->embeddings(out_, n_tokens), "embeddings"), static_cast<std::size_t>(n_tokens * d_model)};
+  }
   void source_rows(std::uint64_t n) { out_->source_rows = n; }
   void rows_read(std::uint64_t n) { out_->rows_read = n; }
   headsep_chunk_out* raw() const noexcept { return out_; }
@@ -184,6 +192,16 @@ class BatchView {
     return {b_->features[f], n_tokens()};
   }
   std::uint32_t n_scenarios() const noexcept { return b_->n_scenarios; }
+  /// ABI 1.1: the embeddings ([token][d_model]); empty when the data has none.
+  std::uint32_t d_model() const noexcept { return has_1_1() ? b_->d_model : 0; }
+  std::span<const float> embeddings() const noexcept {
+    return d_model() && b_->embeddings ? std::span<const float>(b_->embeddings, n_tokens() * d_model()) : std::span<const float>();
+  }
+  /// ABI 1.1, per-query layout: report r's n x n block starts at query_offset()[r] in every row.
+  std::span<const std::uint64_t> query_offset() const noexcept {
+    return has_1_1() && b_->query_offset ? std::span<const std::uint64_t>(b_->query_offset, n_reports() + 1)
+                                         : std::span<const std::uint64_t>();
+  }
   /// Given weight row `row` (0 = single) of data scenario slot `slot`; needs given_heads.
   std::span<const double> given_weights(std::uint32_t slot, std::uint32_t row, std::uint32_t given_heads) const {
     std::uint64_t i = std::uint64_t(slot) * (given_heads + 1) + row;
@@ -193,6 +211,7 @@ class BatchView {
   const headsep_batch_view* raw() const noexcept { return b_; }
 
  private:
+  bool has_1_1() const noexcept { return b_->struct_size >= offsetof(headsep_batch_view, query_offset) + sizeof(void*); }
   const headsep_batch_view* b_;
 };
 
@@ -201,7 +220,9 @@ struct SchemaView {
   std::vector<std::string> features, scenarios;
   std::uint32_t given_heads = 0;
   bool names_scenarios = false;
+  std::uint32_t d_model = 0;  ///< ABI 1.1: embedding width, 0 = none
   explicit SchemaView(const headsep_schema* s) {
+    if (s->struct_size >= offsetof(headsep_schema, d_model) + sizeof(std::uint32_t)) d_model = s->d_model;
     for (std::uint32_t i = 0; i < s->n_features; ++i) features.emplace_back(s->feature_names[i]);
     for (std::uint32_t i = 0; i < s->n_scenarios; ++i) scenarios.emplace_back(s->scenario_names[i]);
     given_heads = s->given_heads;
@@ -224,8 +245,14 @@ class WeightingScheme {
   virtual std::uint32_t heads() const = 0;
   /// The scheme's own scenarios (head designs); empty = evaluate the data's scenarios.
   virtual std::vector<std::string> scenarios() const { return {}; }
-  /// rows[0..heads], each n_tokens doubles. CALLED FROM SEVERAL THREADS AT ONCE: const, no mutation.
+  /// rows[0..heads], each n_tokens doubles (per-query layout: batch.query_offset()'s blocks).
+  /// CALLED FROM SEVERAL THREADS AT ONCE: const, no mutation. Not called for attention schemes.
   virtual void weights(const BatchView& batch, std::uint32_t slot, double* const* rows) const = 0;
+  /// ABI 1.1: HEADSEP_LAYOUT_PER_TOKEN, or HEADSEP_LAYOUT_PER_QUERY for explicit attention maps.
+  virtual std::uint32_t layout() const { return HEADSEP_LAYOUT_PER_TOKEN; }
+  /// ABI 1.1: QKV attention schemes, one per scenario (max(1, scenarios().size())); empty = none.
+  /// Pointers inside must stay valid as long as the object lives.
+  virtual std::vector<headsep_attention_spec> attention() const { return {}; }
 };
 
 namespace detail {
@@ -267,6 +294,7 @@ struct ScenarioAdapter {
       h->schema.scenario_names = h->scenarios.data();
       h->schema.given_heads = h->info.given_heads;
       h->schema.total_reports = h->info.total_reports;
+      h->schema.d_model = h->info.d_model;
       *out = h->schema;
       return HEADSEP_OK;
     });
@@ -290,6 +318,7 @@ struct WeightingHolder {
   T obj;
   std::vector<std::string> names;
   std::vector<const char*> ptrs;
+  std::vector<headsep_attention_spec> attention;
   WeightingHolder(const Params& p, const SchemaView& s) : obj(p, s) {}
 };
 
@@ -313,9 +342,14 @@ struct WeightingAdapter {
       *info = headsep_weighting_info{};
       info->struct_size = sizeof(headsep_weighting_info);
       info->heads = h->obj.heads();
-      info->layout = HEADSEP_LAYOUT_PER_TOKEN;
+      info->layout = h->obj.layout();
       info->n_scenarios = static_cast<std::uint32_t>(h->ptrs.size());
       info->scenario_names = h->ptrs.data();
+      h->attention = h->obj.attention();
+      for (auto& a : h->attention) a.struct_size = sizeof(headsep_attention_spec);
+      if (!h->attention.empty() && h->attention.size() != std::max<std::size_t>(1, h->names.size()))
+        throw PluginError("attention(): one spec per scenario expected");
+      info->attention = h->attention.empty() ? nullptr : h->attention.data();
       return HEADSEP_OK;
     });
   }

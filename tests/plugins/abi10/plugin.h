@@ -1,0 +1,226 @@
+/* A verbatim copy of include/headsep/plugin.h as released with ABI 1.0 (kept to prove that plugins
+ * built against it keep loading and giving identical results under later 1.x hosts). Do not edit. */
+/* headsep — the plugin ABI: scenario generators and weighting schemes as shared libraries.
+ *
+ * Pure C (C99 and C++). A plugin exports one function,
+ *
+ *     const headsep_plugin_descriptor* headsep_plugin_entry(void);
+ *
+ * returning a pointer to a descriptor with static storage duration. The host reads abi_major,
+ * abi_minor and struct_size first and refuses a different abi_major before it reads or calls
+ * anything else. A newer abi_minor is accepted: the descriptor only grows by appending fields,
+ * and fields at or beyond struct_size are treated as absent (NULL / 0). The same rule holds
+ * for every struct below that starts with struct_size.
+ *
+ * Rules for every function pointer (docs/PLUGINS.md has the full contract):
+ *  - Only C types cross: fixed-width integers, doubles, pointers with lengths, opaque state.
+ *    No C++ exception may leave a plugin function (the C++ SDK catches them all).
+ *  - Errors: functions returning headsep_status return HEADSEP_OK on success; on any other
+ *    value the host calls last_error() on the same thread for the message.
+ *  - Memory: what a plugin allocates, the plugin frees (close/destroy); what the host passes
+ *    in stays owned by the host and is valid only for the duration of the call unless said.
+ *  - Threads: each field says whether it may be called from several threads at once.
+ *    The host loads every library and calls open/create before any worker thread starts.
+ */
+#ifndef HEADSEP_PLUGIN_H
+#define HEADSEP_PLUGIN_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HEADSEP_PLUGIN_ABI_MAJOR 1
+#define HEADSEP_PLUGIN_ABI_MINOR 0
+/** Name of the one symbol a plugin exports. */
+#define HEADSEP_PLUGIN_ENTRY_SYMBOL "headsep_plugin_entry"
+
+#if defined(_WIN32)
+#define HEADSEP_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define HEADSEP_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/** Return codes. */
+typedef int32_t headsep_status;
+#define HEADSEP_OK 0
+#define HEADSEP_ERROR 1 /**< failed; last_error() says why */
+#define HEADSEP_END 2   /**< next_chunk only: no report left (not an error) */
+
+typedef enum headsep_plugin_kind {
+  HEADSEP_KIND_SCENARIO = 1, /**< scenario generator: produces reports */
+  HEADSEP_KIND_WEIGHTING = 2 /**< weighting scheme: weights tokens per head */
+} headsep_plugin_kind;
+
+/** Parameter types. The host validates every value before open/create and passes it as text
+ *  in canonical form: int = decimal int64, float = finite double (shortest round-trip form),
+ *  bool = "true" / "false", string = as given. Lists are strings, comma-separated. */
+typedef enum headsep_param_type {
+  HEADSEP_PARAM_STRING = 1,
+  HEADSEP_PARAM_INT = 2,
+  HEADSEP_PARAM_FLOAT = 3,
+  HEADSEP_PARAM_BOOL = 4
+} headsep_param_type;
+
+/** One entry of a plugin's parameter table (static storage, owned by the plugin). */
+typedef struct headsep_param_spec {
+  const char* name;          /**< required; [A-Za-z0-9_-]+ */
+  uint32_t type;             /**< required; a headsep_param_type */
+  const char* default_value; /**< NULL = the parameter is required (no default) */
+  const char* help;          /**< may be NULL */
+} headsep_param_spec;
+
+/** A parameter value handed to open/create. The host passes every declared parameter exactly
+ *  once, in table order, value given by the user or else the default. Host-owned, valid
+ *  during the call only: copy what you keep. */
+typedef struct headsep_param {
+  const char* name;
+  const char* value;
+} headsep_param;
+
+/** Schema flags. */
+#define HEADSEP_SCHEMA_NAMES_SCENARIOS 1u /**< the data names the scenarios of each report (e.g. the seed CSV) */
+#define HEADSEP_SCHEMA_RANDOM_ACCESS 2u   /**< next_chunk may be called concurrently for distinct chunk indices */
+
+/** What a scenario generator produces. Returned by describe(): memory owned by the plugin
+ *  state, valid until close(). Passed to a weighting's create(): host-owned, valid during the
+ *  call only. */
+typedef struct headsep_schema {
+  uint32_t struct_size;               /**< sizeof(headsep_schema) as the writer knows it */
+  uint32_t flags;                     /**< HEADSEP_SCHEMA_* */
+  uint32_t n_features;
+  const char* const* feature_names;   /**< [n_features] UTF-8, NUL-terminated */
+  uint32_t n_scenarios;
+  const char* const* scenario_names;  /**< [n_scenarios]: scenarios known up front (random-access
+                                           generators must list every scenario they use here) */
+  uint32_t given_heads;               /**< N when the data carries single + N head weights, else 0 */
+  uint64_t total_reports;             /**< number of reports when known in advance (progress), else 0 */
+} headsep_schema;
+
+/** Fields a chunk may carry, for headsep_chunk_out callbacks. */
+struct headsep_chunk_out;
+typedef struct headsep_chunk_out headsep_chunk_out;
+
+/** Where next_chunk writes one chunk of reports. Host-owned: every buffer a callback returns
+ *  belongs to this chunk (so concurrent calls never share memory), stays valid until
+ *  next_chunk returns, is NOT zeroed, and must be written completely. A callback returning
+ *  NULL or non-zero means the host refused (bad index, out of memory): return HEADSEP_ERROR.
+ *  Callbacks are only valid during the next_chunk call that received `out`. */
+struct headsep_chunk_out {
+  uint32_t struct_size; /**< set by the host */
+  uint32_t reserved;
+  /** Required, once: storage for n_reports + 1 token offsets. Report r owns tokens
+   *  [off[r], off[r+1]); off[0] must be 0 and the offsets non-decreasing. n_reports >= 1 and
+   *  <= max_reports. */
+  uint64_t* (*token_offsets)(headsep_chunk_out* out, uint64_t n_reports);
+  /** Required for every feature f < schema.n_features: storage for n_tokens doubles
+   *  (n_tokens = off[n_reports]). */
+  double* (*feature)(headsep_chunk_out* out, uint32_t f, uint64_t n_tokens);
+  /** Appends a scenario (length-delimited UTF-8) to the chunk's scenario list: every report of
+   *  the chunk is evaluated under the same list, in this order. Optional: no call = the
+   *  weighting scheme's own scenarios. The host copies the bytes. */
+  int32_t (*scenario)(headsep_chunk_out* out, const char* name, uint64_t len);
+  /** When schema.given_heads = N > 0, required for every scenario slot j of the chunk and row
+   *  h = 0..N (0 = single-head baseline): storage for n_tokens doubles. */
+  double* (*given_weights)(headsep_chunk_out* out, uint32_t slot, uint32_t row, uint64_t n_tokens);
+  /** Optional: appends a report id (all n_reports of them, or none = synthetic "#<index>"). Host copies. */
+  int32_t (*report_id)(headsep_chunk_out* out, const char* id, uint64_t len);
+  /** Optional: appends a token name (all n_tokens of them, or none). Host copies. */
+  int32_t (*token_name)(headsep_chunk_out* out, const char* name, uint64_t len);
+  /** Set by the plugin: input rows that produced this chunk (0 if not row-based). */
+  uint64_t source_rows;
+  /** Set by sequential plugins on every call, HEADSEP_END included: input rows read so far,
+   *  skipped reports included (0 if not row-based). */
+  uint64_t rows_read;
+};
+
+/** A chunk of reports as a weighting scheme sees it. Host-owned, read-only, valid during the
+ *  weights() call only. */
+typedef struct headsep_batch_view {
+  uint32_t struct_size;
+  uint32_t n_features;
+  uint64_t first_report;            /**< global index of report 0 */
+  uint64_t n_reports;
+  uint64_t n_tokens;
+  const uint64_t* token_offset;     /**< [n_reports + 1] */
+  const double* const* features;    /**< [n_features] -> [n_tokens], order of the schema */
+  uint32_t n_scenarios;             /**< the chunk's data-named scenarios (0 if none) */
+  uint32_t n_given_rows;            /**< n_scenarios * (given_heads + 1), or 0 */
+  const uint32_t* scenarios;        /**< [n_scenarios] indices into the schema's scenario names */
+  const double* const* given_weights; /**< [n_given_rows] -> [n_tokens]: row j*(given_heads+1)+h */
+} headsep_batch_view;
+
+/** Weight layouts (headsep::WeightBlock::Layout). ABI 1.0 hosts accept per_token only. */
+#define HEADSEP_LAYOUT_PER_TOKEN 0u
+#define HEADSEP_LAYOUT_PER_QUERY 1u /**< reserved for attention schemes (n x n per report per head) */
+
+/** What a weighting scheme computes. Returned by describe_weighting(): owned by the state,
+ *  valid until destroy(). */
+typedef struct headsep_weighting_info {
+  uint32_t struct_size;
+  uint32_t heads;                    /**< N >= 1 */
+  uint32_t layout;                   /**< HEADSEP_LAYOUT_* */
+  uint32_t n_scenarios;              /**< the scheme's own scenarios (head designs); 0 = none */
+  const char* const* scenario_names; /**< [n_scenarios] */
+} headsep_weighting_info;
+
+/** The descriptor returned by headsep_plugin_entry(). Static storage, owned by the plugin.
+ *  Fields of the other kind are NULL. */
+typedef struct headsep_plugin_descriptor {
+  /* ---- ABI 1.0: read first, in this order ---- */
+  uint32_t abi_major;   /**< required: HEADSEP_PLUGIN_ABI_MAJOR the plugin was built with */
+  uint32_t abi_minor;   /**< required: HEADSEP_PLUGIN_ABI_MINOR */
+  uint32_t struct_size; /**< required: sizeof(headsep_plugin_descriptor) the plugin was built with */
+  uint32_t kind;        /**< required: headsep_plugin_kind */
+  const char* name;        /**< required: unique plugin name, [a-z0-9_-]+ */
+  const char* version;     /**< required: plugin version, e.g. "1.2.0" */
+  const char* description; /**< required: one line */
+  uint32_t n_params;
+  const headsep_param_spec* params; /**< [n_params]; NULL when n_params = 0 */
+
+  /** Required. Message of the last failed call made on the calling thread (thread-local in
+   *  the plugin), UTF-8, valid until the next call into the plugin on that thread. Never NULL. */
+  const char* (*last_error)(void);
+
+  /* ---- scenario generators (kind = HEADSEP_KIND_SCENARIO) ---- */
+  /** Required. Creates a state from validated parameters. Not called concurrently. */
+  headsep_status (*open)(const headsep_param* params, uint32_t n_params, void** state);
+  /** Required. Fills *schema (memory owned by the state, valid until close). Called once after open. */
+  headsep_status (*describe)(void* state, headsep_schema* schema);
+  /** Required. Produces chunk `chunk_index` of at most max_reports reports into `out`.
+   *  Returns HEADSEP_OK (a chunk with >= 1 report), HEADSEP_END (no report left) or HEADSEP_ERROR.
+   *  Sequential generators: called from one thread at a time with chunk_index 0, 1, 2, ...; a
+   *  chunk may hold fewer than max_reports reports (e.g. where the scenario list changes).
+   *  With HEADSEP_SCHEMA_RANDOM_ACCESS: chunk i must hold exactly reports [i*max_reports, ...)
+   *  (max_reports of them except the last), depend only on (parameters, i, max_reports), and
+   *  the function may be called from several threads at once for distinct chunk indices. */
+  headsep_status (*next_chunk)(void* state, uint64_t chunk_index, uint64_t max_reports, headsep_chunk_out* out);
+  /** Required. Frees the state and everything it owns. */
+  void (*close)(void* state);
+
+  /* ---- weighting schemes (kind = HEADSEP_KIND_WEIGHTING) ---- */
+  /** Required. Creates a state from validated parameters and the scenario generator's schema
+   *  (host-owned, valid during the call only). Not called concurrently. */
+  headsep_status (*create)(const headsep_param* params, uint32_t n_params, const headsep_schema* schema, void** state);
+  /** Required. Fills *info (owned by the state, valid until destroy). Called once after create. */
+  headsep_status (*describe_weighting)(void* state, headsep_weighting_info* info);
+  /** Required. Fills the weights of one scenario over a chunk: rows[0] the single-head
+   *  baseline, rows[1..heads] the heads, each n_tokens doubles (host-owned, not zeroed, write
+   *  all). Weights must be finite and >= 0. `slot` indexes the scheme's own scenarios, or the
+   *  chunk's scenarios when it has none (slot 0 when neither exists).
+   *  MAY BE CALLED FROM SEVERAL THREADS AT ONCE on the same state (distinct batches or slots):
+   *  it must not modify the state. */
+  headsep_status (*weights)(const void* state, const headsep_batch_view* batch, uint32_t slot, double* const* rows);
+  /** Required. Frees the state. */
+  void (*destroy)(void* state);
+} headsep_plugin_descriptor;
+
+/** The entry point's type. */
+typedef const headsep_plugin_descriptor* (*headsep_plugin_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HEADSEP_PLUGIN_H */
