@@ -114,6 +114,8 @@ class AttentionPlan {
   std::uint32_t heads() const noexcept { return heads_; }
   std::uint32_t d_model() const noexcept { return d_model_; }
   const AttentionConfig& config() const noexcept { return config_; }
+  /// True when the scheme has an output projection (AttentionOut::output can be filled).
+  bool has_output() const noexcept { return !w_o_t_.empty(); }
   /// Bytes of working memory one report of n tokens needs (projections + query tile).
   std::size_t report_bytes(std::size_t n) const noexcept;
 

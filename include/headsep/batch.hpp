@@ -13,6 +13,7 @@ struct Schema {
   std::vector<std::string> scenario_names;  ///< may grow while streaming; batches refer to it by index
   std::uint32_t given_heads = 0;            ///< N when the data itself carries single + N head weights
   bool names_scenarios = false;             ///< the data names each report's scenarios (batches fill `scenarios`)
+  std::uint32_t d_model = 0;                ///< width of the token embeddings batches carry, 0 = none
 };
 
 /// A chunk of reports in structure-of-arrays form.
@@ -31,6 +32,8 @@ struct ReportBatch {
   /// h = 0 the single-head baseline, 1..heads the heads. Empty when the source has none.
   std::vector<std::vector<double>> given_weights;
   std::uint64_t source_rows = 0;                 ///< input rows that produced this batch (for the seed header)
+  /// Token embeddings, row-major [token][d_model] (Schema::d_model wide), for attention schemes.
+  std::vector<float> embeddings;
 
   std::size_t n_reports() const noexcept { return token_offset.size() - 1; }
   std::size_t n_tokens() const noexcept { return static_cast<std::size_t>(token_offset.back()); }
@@ -54,6 +57,7 @@ struct ReportBatch {
     scenarios.clear();
     for (auto& g : given_weights) g.clear();
     source_rows = 0;
+    embeddings.clear();
   }
 };
 
@@ -87,6 +91,11 @@ struct MetricBlock {
   std::vector<double> difference;  ///< [((h - 1) * axes + c) * n + r], head h minus single
   std::vector<double> pairwise;    ///< [p * n + r], pairs (1,2), (1,3), ..., (N-1,N)
   std::vector<double> separation;  ///< [r]: the single distance for N = 2, mean of pairs for N > 2, 0 for N = 1
+  /// Attention schemes only (else empty): the head-diversity metrics of attention.hpp,
+  /// head_stats[(h * kHeadStats + s) * n + r] for h = 0..N, pair_stats[(p * kPairStats + s) * n + r].
+  std::uint32_t head_stat_count = 0, pair_stat_count = 0;  ///< kHeadStats, kPairStats, or 0
+  std::vector<double> head_stats;
+  std::vector<double> pair_stats;
 
   void resize(std::uint32_t n_heads, std::uint32_t n_axes, std::size_t n_reports) {
     heads = n_heads, axes = n_axes, n = n_reports;
@@ -94,6 +103,15 @@ struct MetricBlock {
     difference.resize(std::size_t(n_heads) * n_axes * n_reports);
     pairwise.resize(pair_count(n_heads) * n_reports);
     separation.resize(n_reports);
+    head_stats.resize(std::size_t(n_heads + 1) * head_stat_count * n_reports);
+    pair_stats.resize(pair_count(n_heads) * pair_stat_count * n_reports);
+  }
+  bool attention() const noexcept { return head_stat_count != 0; }
+  double head_stat(std::uint32_t h, std::uint32_t s, std::size_t r) const {
+    return head_stats[(std::size_t(h) * head_stat_count + s) * n + r];
+  }
+  double pair_stat(std::size_t p, std::uint32_t s, std::size_t r) const {
+    return pair_stats[(p * pair_stat_count + s) * n + r];
   }
   double ctx(std::uint32_t h, std::uint32_t c, std::size_t r) const { return context[(std::size_t(h) * axes + c) * n + r]; }
   double diff(std::uint32_t h, std::uint32_t c, std::size_t r) const { return difference[(std::size_t(h - 1) * axes + c) * n + r]; }

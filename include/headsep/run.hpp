@@ -2,6 +2,7 @@
 // as a oneTBB pipeline with bounded memory and output that does not depend on the thread count.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,24 @@ struct RunOptions {
   /// Batches in flight at once (0 = 2 x threads). Peak memory ~ in_flight x chunk_reports x tokens.
   std::size_t in_flight = 0;
   bool progress = false;              ///< progress bar on stderr (callers check it is a terminal)
+  /// Attention schemes: reports whose attention maps (and multi-head output) are kept for sinks
+  /// (BatchResult::dumps), e.g. for --attention. Called on worker threads; null = none.
+  std::function<bool(const ReportBatch& batch, std::size_t report)> keep_maps;
+  /// Attention schemes: a report whose working memory (AttentionPlan::report_bytes) exceeds
+  /// this is refused with a message instead of risking an out-of-memory kill.
+  std::size_t max_report_bytes = std::size_t(2) << 30;
+};
+
+/// Attention maps of the reports a run keeps (RunOptions::keep_maps), one scenario of a batch.
+struct AttentionDump {
+  std::uint32_t heads = 0, d_model = 0;  ///< d_model = output width (0: no output projection)
+  std::vector<std::uint32_t> reports;       ///< batch-local report indices, ascending
+  std::vector<std::uint32_t> queries;       ///< per kept report: the first query token (all: 0)
+  std::vector<std::uint32_t> n_queries;     ///< per kept report: query rows (n, or 1)
+  std::vector<std::uint64_t> maps_offset;   ///< per kept report: (heads+1) x nq x n floats, query-major
+  std::vector<float> maps;
+  std::vector<std::uint64_t> output_offset; ///< per kept report: nq x d_model floats
+  std::vector<float> output;
 };
 
 /// One batch's results, in input order whatever the thread count.
@@ -31,6 +50,7 @@ struct BatchResult {
   const ReportBatch* batch = nullptr;
   std::vector<const std::string*> scenario_names;  ///< per slot
   std::vector<MetricBlock> metrics;                ///< per slot
+  std::vector<AttentionDump> dumps;                ///< per slot, when RunOptions::keep_maps is set
 };
 
 /// Per-batch scratch a sink fills in the parallel stage and reads back in the serial stage.
@@ -54,6 +74,7 @@ class ResultSink {
 struct RunInfo {
   std::vector<std::string> axis_names;
   std::uint32_t heads = 0;
+  bool attention = false;  ///< the weighting is an attention scheme: head and pair statistics exist
 };
 
 struct RunStats {

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "headsep/attention.hpp"
 #include "headsep/batch.hpp"
 
 namespace headsep {
@@ -48,7 +49,21 @@ class Weighting {
   virtual std::vector<std::string> own_scenarios() const { return {}; }
   /// Fills `out` (already sized heads+1 x n_tokens) for the batch under one scenario:
   /// `slot` indexes batch.scenarios (or own_scenarios() when the scheme has its own).
+  /// Per-token schemes fill every token of every row. Per-query schemes (per_query()) fill, per
+  /// report r of n tokens, an n x n block at out.query_offset[r] (set by the caller) of every row.
   virtual void weights(const ReportBatch& batch, std::uint32_t slot, WeightBlock& out) const = 0;
+
+  /// Attention schemes: the QKV scheme the engine runs for scenario `slot` (projections,
+  /// softmax, A·V and every metric in the runtime's kernels; weights() is then not called),
+  /// else nullptr.
+  virtual const AttentionPlan* attention(std::uint32_t slot) const {
+    (void)slot;
+    return nullptr;
+  }
+  /// Where an attention scheme's X comes from: the batch's embeddings, or the feature columns.
+  virtual bool attention_reads_features() const { return false; }
+  /// True when weights() gives explicit attention maps (WeightBlock::Layout::per_query).
+  virtual bool per_query() const { return false; }
 };
 
 struct CsvSourceOptions {
