@@ -1,0 +1,297 @@
+// The engine's attention stage (see attention_stage.hpp).
+//
+// QKV schemes hand the whole batch to AttentionPlan::run (grouped BLAS projections, then the
+// fused per-report kernel); explicit-map schemes (per-query layout) are checked row by row and
+// measured here in double, with V = X. Both fill the same MetricBlock columns, so every sink
+// treats them alike. Kept reports (--attention) are recomputed one by one with their maps
+// materialised: the hot path never writes A to memory.
+#include "attention_stage.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "headsep/error.hpp"
+
+namespace headsep {
+namespace {
+
+std::string where(const std::string& label, const ReportBatch& b, std::size_t r, const std::string& scenario) {
+  return (label.empty() ? std::string() : label + ": ") + "report '" + b.report_id(r) + "', scenario '" + scenario + "'";
+}
+
+/// X for the batch: the embeddings, or the feature columns as [token][F] floats.
+const float* input_rows(const ReportBatch& b, bool features, AttentionStageScratch& s, std::size_t& width) {
+  const std::size_t T = b.n_tokens();
+  if (!features) {
+    width = T ? b.embeddings.size() / T : 0;
+    if (T && width * T != b.embeddings.size()) width = 0;
+    return b.embeddings.data();
+  }
+  width = b.features.size();
+  s.x.resize(T * width);
+  for (std::size_t f = 0; f < width; ++f) {
+    const double* col = b.features[f].data();
+    for (std::size_t t = 0; t < T; ++t) s.x[t * width + f] = static_cast<float>(col[t]);
+  }
+  return s.x.data();
+}
+
+void check_finite_input(const float* x, std::size_t count, const ReportBatch& b, std::size_t width,
+                        const std::string& label, const std::string& scenario) {
+  bool bad = false;
+  for (std::size_t i = 0; i < count; ++i) bad |= !std::isfinite(x[i]);
+  if (!bad) return;
+  for (std::size_t i = 0; i < count; ++i)
+    if (!std::isfinite(x[i])) {
+      const std::size_t t = i / width;
+      std::size_t r = std::upper_bound(b.token_offset.begin(), b.token_offset.end(), t) - b.token_offset.begin() - 1;
+      throw Error(where(label, b, r, scenario) + ": input X of token " + std::to_string(t - b.token_offset[r] + 1) +
+                  ", column " + std::to_string(i % width) + " is not finite");
+    }
+}
+
+/// Metrics from explicit maps: rows[h] holds report r's n x n block at qoff[r]; V = X.
+void metrics_from_maps(const ReportBatch& b, const WeightBlock& w, const float* x, std::size_t width,
+                       const std::vector<const float*>& axis, MetricBlock& m) {
+  const std::size_t H = w.heads, C = axis.size(), n_rep = b.n_reports(), S = m.n;
+  std::vector<double> ent(H + 1), out((H + 1) * width);
+  for (std::size_t r = 0; r < n_rep; ++r) {
+    const std::size_t t0 = b.token_offset[r], n = b.report_length(r);
+    const std::uint64_t q0 = w.query_offset[r];
+    std::vector<double> hs((H + 1) * kHeadStats, 0.0), ps(pair_count(H) * kPairStats, 0.0), ctx((H + 1) * C, 0.0);
+    std::vector<double> dot_o(pair_count(H), 0.0), norm_o(H + 1, 0.0);
+    for (std::size_t q = 0; q < n; ++q) {
+      for (std::size_t h = 0; h <= H; ++h) {
+        const double* a = w.rows[h].data() + q0 + q * n;
+        double e = 0, mx = 0;
+        for (std::size_t k = 0; k < n; ++k) {
+          e -= a[k] > 0 ? a[k] * std::log(a[k]) : 0.0;
+          mx = std::max(mx, a[k]);
+        }
+        ent[h] = e;
+        double* s = &hs[h * kHeadStats];
+        s[kEntropy] += e;
+        s[kConfidence] += mx;
+        s[kSelfWeight] += a[q];
+        s[kPrevWeight] += q ? a[q - 1] : 0.0;
+        s[kFirstWeight] += a[0];
+        for (std::size_t c = 0; c < C; ++c) {
+          double v = 0;
+          for (std::size_t k = 0; k < n; ++k) v += a[k] * axis[c][t0 + k];
+          ctx[h * C + c] += v;
+        }
+        double* o = &out[h * width];
+        std::fill(o, o + width, 0.0);
+        for (std::size_t k = 0; k < n; ++k)
+          for (std::size_t d = 0; d < width; ++d) o[d] += a[k] * x[(t0 + k) * width + d];
+        for (std::size_t d = 0; d < width; ++d) norm_o[h] += o[d] * o[d];
+      }
+      std::size_t p = 0;
+      for (std::size_t i = 1; i <= H; ++i)
+        for (std::size_t j = i + 1; j <= H; ++j, ++p) {
+          const double* ai = w.rows[i].data() + q0 + q * n;
+          const double* aj = w.rows[j].data() + q0 + q * n;
+          double hm = 0, overlap = 0;
+          for (std::size_t k = 0; k < n; ++k) {
+            const double mk = 0.5 * (ai[k] + aj[k]);
+            hm -= mk > 0 ? mk * std::log(mk) : 0.0;
+            overlap += ai[k] * aj[k];
+          }
+          double dot = 0, d2 = 0;
+          for (std::size_t d = 0; d < width; ++d) {
+            dot += out[i * width + d] * out[j * width + d];
+            const double diff = out[i * width + d] - out[j * width + d];
+            d2 += diff * diff;
+          }
+          double* s = &ps[p * kPairStats];
+          s[kJensenShannon] += hm - 0.5 * (ent[i] + ent[j]);
+          s[kPositionOverlap] += overlap;
+          s[kOutputDistance] += std::sqrt(d2);
+          dot_o[p] += dot;
+        }
+    }
+    // V = X for every head: the value subspaces coincide (cosine 1, or 0 for an all-zero X).
+    double vnorm = 0;
+    for (std::size_t i = t0 * width; i < (t0 + n) * width; ++i) vnorm += double(x[i]) * x[i];
+    const double inv = n ? 1.0 / double(n) : 0.0;
+    for (std::size_t h = 0; h <= H; ++h) {
+      for (std::uint32_t s = 0; s < kHeadStats; ++s) m.head_stats[(h * kHeadStats + s) * S + r] = hs[h * kHeadStats + s] * inv;
+      for (std::size_t c = 0; c < C; ++c) m.context[(h * C + c) * S + r] = ctx[h * C + c] * inv;
+    }
+    std::size_t p = 0;
+    for (std::size_t i = 1; i <= H; ++i)
+      for (std::size_t j = i + 1; j <= H; ++j, ++p) {
+        auto at = [&](std::uint32_t s) -> double& { return m.pair_stats[(p * kPairStats + s) * S + r]; };
+        at(kJensenShannon) = std::max(0.0, ps[p * kPairStats + kJensenShannon] * inv);
+        at(kPositionOverlap) = ps[p * kPairStats + kPositionOverlap] * inv;
+        at(kOutputDistance) = ps[p * kPairStats + kOutputDistance] * inv;
+        at(kSubspaceCosine) = vnorm > 0 ? 1.0 : 0.0;
+        const double den = std::sqrt(norm_o[i] * norm_o[j]);
+        at(kOutputCosine) = den > 0 ? dot_o[p] / den : 0.0;
+      }
+  }
+}
+
+/// Every row of every map a distribution: finite, >= 0, summing to 1 within 1e-3.
+void check_maps(const ReportBatch& b, const WeightBlock& w, const std::string& label, const std::string& scenario) {
+  for (std::size_t r = 0; r < b.n_reports(); ++r) {
+    const std::size_t n = b.report_length(r);
+    for (std::uint32_t h = 0; h <= w.heads; ++h)
+      for (std::size_t q = 0; q < n; ++q) {
+        const double* a = w.rows[h].data() + w.query_offset[r] + q * n;
+        double sum = 0;
+        bool ok = true;
+        for (std::size_t k = 0; k < n; ++k) {
+          ok &= a[k] >= 0.0 && a[k] <= 1.0 + 1e-3;
+          sum += a[k];
+        }
+        if (ok && std::fabs(sum - 1.0) <= 1e-3) continue;
+        char v[64];
+        std::snprintf(v, sizeof v, "%g", sum);
+        throw Error(where(label, b, r, scenario) + ": " + (h ? "head" + std::to_string(h) : std::string("single")) +
+                    " attention row of query " + std::to_string(q + 1) +
+                    (ok ? std::string(" sums to ") + v : std::string(" has a weight that is negative, above 1 or not finite")) +
+                    " (each query's weights must be a distribution: >= 0, summing to 1)");
+      }
+  }
+}
+
+}  // namespace
+
+void derive_separation(MetricBlock& m) {
+  const std::size_t C = m.axes, H = std::size_t(m.heads) + 1, S = m.n;
+  for (std::size_t r = 0; r < S; ++r) {
+    for (std::size_t h = 1; h < H; ++h)
+      for (std::size_t c = 0; c < C; ++c)
+        m.difference[((h - 1) * C + c) * S + r] = m.context[(h * C + c) * S + r] - m.context[c * S + r];
+    double total = 0;
+    std::size_t p = 0;
+    for (std::size_t i = 1; i < H; ++i)
+      for (std::size_t j = i + 1; j < H; ++j, ++p) {
+        double d2 = 0;
+        for (std::size_t c = 0; c < C; ++c) {
+          const double d = m.context[(i * C + c) * S + r] - m.context[(j * C + c) * S + r];
+          d2 += d * d;
+        }
+        const double dist = std::sqrt(d2);
+        m.pairwise[p * S + r] = dist;
+        total += dist;
+      }
+    m.separation[r] = p ? total / double(p) : 0.0;
+  }
+}
+
+void attention_slot(const ReportBatch& b, const Weighting& weighting, std::uint32_t slot,
+                    const std::vector<std::vector<float>>& axis32, SimdLevel level, const std::string& scenario,
+                    const std::string& label, WeightBlock& weights, AttentionStageScratch& s, MetricBlock& m,
+                    const RunOptions& opt, AttentionDump* dump) {
+  const std::size_t n_rep = b.n_reports(), C = axis32.size();
+  const std::uint32_t H = weighting.heads();
+  const AttentionPlan* plan = weighting.attention(slot);
+  std::size_t width = 0;
+  const float* x = input_rows(b, plan ? weighting.attention_reads_features() : b.embeddings.empty(), s, width);
+  if (b.n_tokens() && width == 0)
+    throw Error((label.empty() ? std::string() : label + ": ") + "scenario '" + scenario +
+                "': the attention scheme reads token embeddings, but the scenario generator gives none "
+                "(use a generator with d_model > 0, e.g. -p ops-reports.d_model=64, or let the scheme read the features)");
+  check_finite_input(x, b.n_tokens() * width, b, width, label, scenario);
+  s.axis.resize(C);
+  for (std::size_t c = 0; c < C; ++c) s.axis[c] = axis32[c].data();
+
+  m.head_stat_count = kHeadStats;
+  m.pair_stat_count = kPairStats;
+  m.resize(H, static_cast<std::uint32_t>(C), n_rep);
+
+  if (plan) {
+    if (width != plan->d_model())
+      throw Error((label.empty() ? std::string() : label + ": ") + "scenario '" + scenario + "': X is " +
+                  std::to_string(width) + " wide (" + (weighting.attention_reads_features() ? "feature columns" : "embeddings") +
+                  ") but the attention scheme's d_model is " + std::to_string(plan->d_model()));
+    for (std::size_t r = 0; r < n_rep; ++r)
+      if (const std::size_t need = plan->report_bytes(b.report_length(r)); need > opt.max_report_bytes)
+        throw Error(where(label, b, r, scenario) + ": " + std::to_string(b.report_length(r)) + " tokens need " +
+                    std::to_string((need + (1 << 20) - 1) >> 20) + " MiB of attention working memory, over the limit of " +
+                    std::to_string(opt.max_report_bytes >> 20) + " MiB (--max-report-mb)");
+    AttentionOut out;
+    out.context = m.context.data();
+    out.head_stats = m.head_stats.data();
+    out.pair_stats = m.pair_stats.data();
+    out.stride = n_rep;
+    plan->run(x, b.token_offset.data(), n_rep, static_cast<std::uint32_t>(C), s.axis.data(), level, out, s.kernel,
+              opt.max_report_bytes);
+  } else {
+    weights.layout = WeightBlock::Layout::per_query;
+    weights.heads = H;
+    weights.query_offset.resize(n_rep + 1);
+    weights.query_offset[0] = 0;
+    for (std::size_t r = 0; r < n_rep; ++r) {
+      const std::uint64_t n = b.report_length(r);
+      if (n > (std::uint64_t(1) << 16))
+        throw Error(where(label, b, r, scenario) + ": " + std::to_string(n) +
+                    " tokens: explicit attention maps are limited to 65536 tokens per report");
+      weights.query_offset[r + 1] = weights.query_offset[r] + n * n;
+    }
+    const std::uint64_t total = weights.query_offset[n_rep];
+    if (total * sizeof(double) * (H + 1) > opt.max_report_bytes * 4)
+      throw Error((label.empty() ? std::string() : label + ": ") + "scenario '" + scenario + "': the batch's attention maps need " +
+                  std::to_string(total * sizeof(double) * (H + 1) >> 20) + " MiB; lower --chunk");
+    weights.rows.resize(H + 1);
+    for (auto& row : weights.rows) row.resize(total);
+    weighting.weights(b, slot, weights);
+    check_maps(b, weights, label, scenario);
+    metrics_from_maps(b, weights, x, width, s.axis, m);
+  }
+  derive_separation(m);
+
+  if (!dump || !opt.keep_maps) return;
+  *dump = AttentionDump{};
+  dump->heads = H;
+  for (std::size_t r = 0; r < n_rep; ++r) {
+    if (!opt.keep_maps(b, r)) continue;
+    const std::uint32_t n = static_cast<std::uint32_t>(b.report_length(r));
+    std::uint32_t nq = n, q_first = 0;
+    if (plan && plan->config().query != QueryMode::all && n) {
+      nq = 1;
+      const auto& cfg = plan->config();
+      std::int64_t q = cfg.query == QueryMode::first ? 0 : cfg.query == QueryMode::last ? std::int64_t(n) - 1 : cfg.query_index;
+      if (q < 0) q += n;
+      q_first = static_cast<std::uint32_t>(std::clamp<std::int64_t>(q, 0, n - 1));
+    }
+    dump->reports.push_back(static_cast<std::uint32_t>(r));
+    dump->queries.push_back(q_first);
+    dump->n_queries.push_back(nq);
+    const std::uint64_t mo = dump->maps.size();
+    dump->maps_offset.push_back(mo);
+    dump->maps.resize(mo + std::size_t(H + 1) * nq * n);
+    if (plan) {
+      const std::uint32_t dm = plan->has_output() ? plan->d_model() : 0;
+      dump->d_model = dm;
+      const std::uint64_t oo = dump->output.size();
+      dump->output_offset.push_back(oo);
+      dump->output.resize(oo + std::size_t(nq) * dm);
+      std::vector<double> ctx((H + 1) * C), hs((H + 1) * kHeadStats), ps(pair_count(H) * kPairStats + 1);
+      const std::uint64_t one[2] = {b.token_offset[r], b.token_offset[r + 1]};
+      const std::uint64_t zero = 0;
+      AttentionOut out;
+      out.context = ctx.data();
+      out.head_stats = hs.data();
+      out.pair_stats = ps.data();
+      out.stride = 1;
+      out.maps = dump->maps.data() + mo;
+      out.maps_offset = &zero;
+      if (dm) {
+        out.output = dump->output.data() + oo;
+        out.output_offset = &zero;
+      }
+      plan->run(x, one, 1, static_cast<std::uint32_t>(C), s.axis.data(), level, out, s.kernel, opt.max_report_bytes);
+    } else {
+      dump->output_offset.push_back(0);
+      for (std::uint32_t h = 0; h <= H; ++h)
+        for (std::size_t i = 0; i < std::size_t(n) * n; ++i)
+          dump->maps[mo + std::size_t(h) * n * n + i] = static_cast<float>(weights.rows[h][weights.query_offset[r] + i]);
+    }
+  }
+}
+
+}  // namespace headsep
