@@ -4,19 +4,25 @@
 #include "headsep/plugin_host.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstddef>
+#include <cstdio>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <mutex>
 #include <set>
 #include <system_error>
+#include <type_traits>
 
 #include "headsep/plugin.h"
+#include "text_util.hpp"
 
 namespace headsep {
 
@@ -41,12 +47,86 @@ std::string last_error_of(const Entry& e) {
   return m && *m ? std::string(m) : std::string("(the plugin gave no message)");
 }
 
-bool valid_name(const char* s) {
-  if (!s || !*s) return false;
-  for (const char* p = s; *p; ++p)
-    if (!(std::isalnum(static_cast<unsigned char>(*p)) || *p == '-' || *p == '_' || *p == '.')) return false;
-  return true;
+namespace lim = plugin_limits;
+
+// A string a plugin gave, fit for a message: control bytes and invalid UTF-8 as \xNN, cut at 80 bytes.
+std::string shown(std::string_view s) {
+  const bool utf8 = !find_invalid_utf8(s);
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < 80; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8)) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > 80) out += "...";
+  return out;
 }
+
+// Plugin names: [a-z0-9_-]+; parameter names: [A-Za-z0-9_-]+; both at most max_name_bytes and
+// never containing '.', which `-p NAME.key=value` uses as the separator. Empty = valid.
+std::string name_problem(const char* s, bool upper_ok) {
+  if (!s) return "is NULL";
+  const std::size_t n = strnlen(s, lim::max_name_bytes + 1);
+  if (n == 0) return "is empty";
+  if (n > lim::max_name_bytes) return "is longer than " + std::to_string(lim::max_name_bytes) + " bytes";
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                    (upper_ok && c >= 'A' && c <= 'Z');
+    if (!ok)
+      return "'" + shown(s) + "' has the character '" + shown(std::string_view(s + i, 1)) + "' (allowed: " +
+             (upper_ok ? "A-Z, " : "") + "a-z, 0-9, '_', '-')";
+  }
+  return {};
+}
+
+// Feature and scenario names (and other text a plugin declares): non-NULL, valid UTF-8, at most
+// max_label_bytes, non-empty unless empty_ok. Empty = valid.
+std::string text_problem(const char* s, bool empty_ok = false) {
+  if (!s) return "is NULL";
+  const std::size_t n = strnlen(s, lim::max_label_bytes + 1);
+  if (n == 0 && !empty_ok) return "is empty";
+  if (n > lim::max_label_bytes) return "is longer than " + std::to_string(lim::max_label_bytes) + " bytes";
+  if (auto bad = find_invalid_utf8(std::string_view(s, n)))
+    return "'" + shown(std::string_view(s, n)) + "' is not valid UTF-8 (byte " + std::to_string(*bad + 1) + ")";
+  return {};
+}
+
+// Checks a name table a plugin returned: the array, each entry, duplicates and the count limit.
+// `what` names one entry ("feature", "scenario"); `field` the array. Returns the names or throws
+// PluginError(prefix + problem).
+std::vector<std::string> checked_names(const std::string& prefix, const char* field, const char* count_field,
+                                       const char* what, std::uint32_t n, const char* const* names,
+                                       std::uint32_t limit) {
+  if (n > limit)
+    throw PluginError(prefix + count_field + " = " + std::to_string(n) + " is over the limit of " + std::to_string(limit));
+  if (n && !names)
+    throw PluginError(prefix + field + " is NULL but " + count_field + " = " + std::to_string(n));
+  std::vector<std::string> out;
+  out.reserve(n);
+  std::map<std::string_view, std::uint32_t> seen;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (auto p = text_problem(names[i]); !p.empty())
+      throw PluginError(prefix + what + " name " + std::to_string(i + 1) + " of " + std::to_string(n) + " (" + field +
+                        "[" + std::to_string(i) + "]) " + p);
+    out.emplace_back(names[i]);
+  }
+  for (std::uint32_t i = 0; i < n; ++i) {
+    auto [it, inserted] = seen.try_emplace(out[i], i);
+    if (!inserted)
+      throw PluginError(prefix + what + " '" + shown(out[i]) + "' is listed twice (" + what + "s " +
+                        std::to_string(it->second + 1) + " and " + std::to_string(i + 1) + "; names must be unique)");
+  }
+  return out;
+}
+
+std::optional<std::string> canonical_value(ParamType t, const std::string& v);
+std::string type_help(ParamType t);
 
 std::shared_ptr<Entry> load_entry(const fs::path& file) {
   const std::string f = file.string();
@@ -54,11 +134,16 @@ std::shared_ptr<Entry> load_entry(const fs::path& file) {
   try {
     lib->load(file, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
+    // Boost's text is "boost::dll::shared_library::load() failed (dlerror system message: WHY):
+    // ERRNO TEXT", where the errno text is stale noise: keep WHY, without the file name it repeats.
     std::string why = e.what();
-    // Boost appends dlerror()'s text; keep just that part when present.
-    auto pos = why.find("dlerror system message: ");
-    if (pos != std::string::npos) why = why.substr(pos + 24);
-    if (!why.empty() && why.back() == ')') why.pop_back();
+    const std::string tag = "dlerror system message: ";
+    if (auto pos = why.find(tag); pos != std::string::npos) {
+      why.erase(0, pos + tag.size());
+      if (auto end = why.rfind("): "); end != std::string::npos) why.erase(end);
+      else if (!why.empty() && why.back() == ')') why.pop_back();
+    }
+    if (why.starts_with(f + ": ")) why.erase(0, f.size() + 2);
     throw PluginError(f + ": not a loadable shared library: " + why);
   }
   if (!lib->has(HEADSEP_PLUGIN_ENTRY_SYMBOL))
@@ -86,16 +171,21 @@ std::shared_ptr<Entry> load_entry(const fs::path& file) {
   std::memcpy(&e->d, raw, std::min<std::size_t>(head[2], sizeof(headsep_plugin_descriptor)));
   const auto& d = e->d;
   auto missing = [&](const char* field, const char* what) {
-    std::string who = valid_name(d.name) ? std::string("plugin '") + d.name + "'" : std::string("plugin");
+    std::string who = name_problem(d.name, false).empty() ? std::string("plugin '") + d.name + "'" : std::string("plugin");
     return PluginError(f + ": " + who + " lacks required descriptor field '" + field + "' (" + what +
                        "; NULL or beyond its struct_size of " + std::to_string(head[2]) + " bytes)");
   };
   if (d.kind != HEADSEP_KIND_SCENARIO && d.kind != HEADSEP_KIND_WEIGHTING)
     throw PluginError(f + ": unknown plugin kind " + std::to_string(d.kind) + " (1 = scenario, 2 = weighting)");
   if (!d.name) throw missing("name", "the plugin's name");
-  if (!valid_name(d.name)) throw PluginError(f + ": invalid plugin name '" + std::string(d.name) + "' (use letters, digits, '-', '_', '.')");
+  if (auto p = name_problem(d.name, false); !p.empty()) throw PluginError(f + ": invalid plugin name: the name " + p);
+  const std::string who = f + ": plugin '" + d.name + "'";
+  if (std::string_view(d.name) == "scenario" || std::string_view(d.name) == "weighting")
+    throw PluginError(who + ": the name is reserved ('-p " + d.name + ".key=value' addresses the " + d.name + " plugin)");
   if (!d.version) throw missing("version", "a version string");
   if (!d.description) throw missing("description", "a one-line description");
+  if (auto p = text_problem(d.version); !p.empty()) throw PluginError(who + ": version " + p);
+  if (auto p = text_problem(d.description, true); !p.empty()) throw PluginError(who + ": description " + p);
   if (!d.last_error) throw missing("last_error", "function");
   if (d.kind == HEADSEP_KIND_SCENARIO) {
     if (!d.open) throw missing("open", "function");
@@ -108,6 +198,9 @@ std::shared_ptr<Entry> load_entry(const fs::path& file) {
     if (!d.weights) throw missing("weights", "function");
     if (!d.destroy) throw missing("destroy", "function");
   }
+  if (d.n_params > lim::max_params)
+    throw PluginError(who + ": n_params = " + std::to_string(d.n_params) + " is over the limit of " +
+                      std::to_string(lim::max_params));
   if (d.n_params && !d.params) throw missing("params", "a table of n_params entries");
   PluginInfo& info = e->info;
   info.kind = static_cast<PluginKind>(d.kind);
@@ -120,15 +213,26 @@ std::shared_ptr<Entry> load_entry(const fs::path& file) {
   std::set<std::string> seen;
   for (std::uint32_t i = 0; i < d.n_params; ++i) {
     const auto& p = d.params[i];
-    if (!valid_name(p.name)) throw PluginError(f + ": parameter " + std::to_string(i + 1) + " has no valid name");
+    if (auto why = name_problem(p.name, true); !why.empty())
+      throw PluginError(who + ": parameter " + std::to_string(i + 1) + " has an invalid name: the name " + why);
     if (p.type < HEADSEP_PARAM_STRING || p.type > HEADSEP_PARAM_BOOL)
-      throw PluginError(f + ": parameter '" + p.name + "' has unknown type " + std::to_string(p.type));
-    if (!seen.insert(p.name).second) throw PluginError(f + ": parameter '" + std::string(p.name) + "' declared twice");
+      throw PluginError(who + ": parameter '" + p.name + "' has unknown type " + std::to_string(p.type));
+    if (!seen.insert(p.name).second) throw PluginError(who + ": parameter '" + std::string(p.name) + "' declared twice");
     PluginParamInfo pi;
     pi.name = p.name;
     pi.type = static_cast<ParamType>(p.type);
-    if (p.default_value) pi.default_value = p.default_value;
-    if (p.help) pi.help = p.help;
+    if (p.default_value) {
+      // Defaults reach open()/create() as they are, so they must pass the check user values pass.
+      auto c = text_problem(p.default_value, true).empty() ? canonical_value(pi.type, p.default_value) : std::nullopt;
+      if (!c)
+        throw PluginError(who + ": parameter '" + pi.name + "' (" + std::string(to_string(pi.type)) + ") has the default '" +
+                          shown(p.default_value) + "', which is not " + type_help(pi.type));
+      pi.default_value = std::move(*c);
+    }
+    if (p.help) {
+      if (auto why = text_problem(p.help, true); !why.empty()) throw PluginError(who + ": help of parameter '" + pi.name + "' " + why);
+      pi.help = p.help;
+    }
     info.params.push_back(std::move(pi));
   }
   return e;
@@ -192,10 +296,75 @@ std::vector<headsep_param> c_params(const PluginParams& resolved) {
 // ---- scenario generators ------------------------------------------------------------------
 
 class PluginSource;
+struct ChunkSink;
+
+// Calls through a headsep_chunk_out after the next_chunk call that received it returned (a plugin
+// that kept the pointer): refused, and the first one recorded so the run fails naming the plugin.
+struct LateCalls {
+  std::atomic<bool> any{false};
+  std::mutex mutex;
+  std::string what;
+
+  void record(std::uint64_t chunk, const char* callback) {
+    std::lock_guard lock(mutex);
+    if (what.empty())
+      what = std::string(callback) + " was called through the headsep_chunk_out of chunk " + std::to_string(chunk) +
+             " after that next_chunk call had returned (refused: `out` and every buffer it gave are valid only "
+             "during the next_chunk call that received them)";
+    any.store(true, std::memory_order_release);
+  }
+  std::string message() {
+    std::lock_guard lock(mutex);
+    return what;
+  }
+};
+
+// What the plugin's `out` points to. Slots are owned by the source for its whole life and reused
+// in FIFO order (never while in use), so a kept pointer reaches a slot that refuses the call
+// instead of dead stack memory. `sink` is the state of the call in progress, null between calls.
+struct ChunkSlot {
+  headsep_chunk_out c{};  // first member: callbacks cast the pointer back
+  std::atomic<ChunkSink*> sink{nullptr};
+  std::atomic<std::uint64_t> chunk{0};
+  LateCalls* late = nullptr;
+};
+static_assert(std::is_standard_layout_v<ChunkSlot>, "headsep_chunk_out* must convert back to ChunkSlot*");
+
+class SlotPool {
+ public:
+  explicit SlotPool(LateCalls& late) : late_(&late) {}
+  ChunkSlot* take(std::uint64_t chunk) {
+    std::lock_guard lock(mutex_);
+    ChunkSlot* s = nullptr;
+    if (free_.size() > kRotation) {
+      s = free_.front();
+      free_.pop_front();
+    } else {
+      all_.push_back(std::make_unique<ChunkSlot>());
+      s = all_.back().get();
+      s->late = late_;
+    }
+    s->chunk.store(chunk, std::memory_order_relaxed);
+    return s;
+  }
+  void give(ChunkSlot* s) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(s);
+  }
+
+ private:
+  // A released slot waits for this many others before it is reused, so a pointer kept from one
+  // call and used in the next ones lands on an idle slot (and is caught), not on a live one.
+  static constexpr std::size_t kRotation = 8;
+  LateCalls* late_;
+  std::mutex mutex_;
+  std::deque<std::unique_ptr<ChunkSlot>> all_;
+  std::deque<ChunkSlot*> free_;
+};
 
 // The host side of headsep_chunk_out: callbacks write straight into a ReportBatch.
 struct ChunkSink {
-  headsep_chunk_out c;  // first member: callbacks cast the pointer back
+  headsep_chunk_out c;  // the callbacks; copied into the ChunkSlot the plugin sees
   ReportBatch* b = nullptr;
   std::uint64_t max_reports = 0, n_reports = 0;
   std::uint32_t n_features = 0, given_heads = 0;
@@ -203,10 +372,23 @@ struct ChunkSink {
   std::vector<char> feature_set;
   std::vector<std::string> scenarios;
   std::string error;
+  bool dead = false;  // the sink late calls get: refuses everything
 
-  static ChunkSink* self(headsep_chunk_out* o) { return reinterpret_cast<ChunkSink*>(o); }
+  // The state of the call `o` belongs to; for a late call, a sink that refuses everything (and
+  // the call is recorded). Every callback goes through here.
+  static ChunkSink* self(headsep_chunk_out* o, const char* callback = "a headsep_chunk_out callback") {
+    auto* slot = reinterpret_cast<ChunkSlot*>(o);
+    if (ChunkSink* s = slot->sink.load(std::memory_order_acquire)) return s;
+    slot->late->record(slot->chunk.load(std::memory_order_relaxed), callback);
+    thread_local ReportBatch scratch;
+    thread_local ChunkSink refusing(scratch, 0, 0, 0);
+    refusing.dead = true;
+    refusing.error.clear();
+    return &refusing;
+  }
   static std::uint64_t* token_offsets(headsep_chunk_out* o, std::uint64_t n) {
-    auto* s = self(o);
+    auto* s = self(o, "token_offsets()");
+    if (s->dead) return nullptr;
     if (s->offsets_set) return s->fail<std::uint64_t>("token_offsets() called twice");
     if (n == 0 || n > s->max_reports)
       return s->fail<std::uint64_t>("token_offsets(" + std::to_string(n) + "): a chunk holds 1.." +
@@ -221,9 +403,11 @@ struct ChunkSink {
     return s->b->token_offset.data();
   }
   static double* feature(headsep_chunk_out* o, std::uint32_t f, std::uint64_t n) {
-    auto* s = self(o);
+    auto* s = self(o, "feature()");
+    if (s->dead) return nullptr;
     if (f >= s->n_features)
       return s->fail<double>("feature(" + std::to_string(f) + "): the schema has " + std::to_string(s->n_features) + " features");
+    if (n > lim::max_chunk_tokens) return s->fail<double>(too_many_tokens("feature", n));
     try {
       s->b->features[f].resize(n);
     } catch (...) {
@@ -233,8 +417,17 @@ struct ChunkSink {
     return s->b->features[f].data();
   }
   static std::int32_t scenario(headsep_chunk_out* o, const char* name, std::uint64_t len) {
-    auto* s = self(o);
+    auto* s = self(o, "scenario()");
+    if (s->dead) return 1;
     if (!name || len == 0) return s->fail_code("scenario(): empty scenario name");
+    if (len > lim::max_label_bytes)
+      return s->fail_code("scenario(): a name of " + std::to_string(len) + " bytes (the limit is " +
+                          std::to_string(lim::max_label_bytes) + ")");
+    if (auto bad = find_invalid_utf8(std::string_view(name, len)))
+      return s->fail_code("scenario(): the name '" + shown(std::string_view(name, len)) + "' is not valid UTF-8 (byte " +
+                          std::to_string(*bad + 1) + ")");
+    if (s->scenarios.size() >= lim::max_scenarios)
+      return s->fail_code("scenario(): more than " + std::to_string(lim::max_scenarios) + " scenarios in one chunk");
     try {
       s->scenarios.emplace_back(name, len);
     } catch (...) {
@@ -243,12 +436,14 @@ struct ChunkSink {
     return 0;
   }
   static double* given_weights(headsep_chunk_out* o, std::uint32_t slot, std::uint32_t row, std::uint64_t n) {
-    auto* s = self(o);
+    auto* s = self(o, "given_weights()");
+    if (s->dead) return nullptr;
     if (s->given_heads == 0) return s->fail<double>("given_weights(): the schema declares no given heads");
-    if (row > s->given_heads || slot >= 4096)
+    if (row > s->given_heads || slot >= lim::max_scenarios)
       return s->fail<double>("given_weights(" + std::to_string(slot) + ", " + std::to_string(row) + "): row must be 0.." +
-                             std::to_string(s->given_heads));
-    const std::size_t i = std::size_t(slot) * (s->given_heads + 1) + row;
+                             std::to_string(s->given_heads) + " and slot below " + std::to_string(lim::max_scenarios));
+    if (n > lim::max_chunk_tokens) return s->fail<double>(too_many_tokens("given_weights", n));
+    const std::size_t i = std::size_t(slot) * (std::size_t(s->given_heads) + 1) + row;
     try {
       if (s->b->given_weights.size() <= i) s->b->given_weights.resize(i + 1);
       s->b->given_weights[i].resize(n);
@@ -258,24 +453,46 @@ struct ChunkSink {
     return s->b->given_weights[i].data();
   }
   static std::int32_t report_id(headsep_chunk_out* o, const char* id, std::uint64_t len) {
-    auto* s = self(o);
+    auto* s = self(o, "report_id()");
+    if (s->dead) return 1;
+    auto& ids = s->b->report_ids;
+    if (!id && len) return s->fail_code("report_id(): NULL id of length " + std::to_string(len));
+    if (ids.size() >= (s->offsets_set ? s->n_reports : s->max_reports))
+      return s->fail_code("report_id(): more ids than the chunk's " +
+                          std::to_string(s->offsets_set ? s->n_reports : s->max_reports) + " reports");
+    const std::string_view v(id ? id : "", len);
+    if (auto bad = find_invalid_utf8(v))
+      return s->fail_code("report_id(): id " + std::to_string(ids.size() + 1) + " of the chunk, '" + shown(v) +
+                          "', is not valid UTF-8 (byte " + std::to_string(*bad + 1) + ")");
     try {
-      s->b->report_ids.emplace_back(id ? id : "", id ? len : 0);
+      ids.emplace_back(v);
     } catch (...) {
       return s->fail_code("out of memory");
     }
     return 0;
   }
   static std::int32_t token_name(headsep_chunk_out* o, const char* name, std::uint64_t len) {
-    auto* s = self(o);
+    auto* s = self(o, "token_name()");
+    if (s->dead) return 1;
+    auto& names = s->b->token_names;
+    if (!name && len) return s->fail_code("token_name(): NULL name of length " + std::to_string(len));
+    if (names.size() >= lim::max_chunk_tokens) return s->fail_code(too_many_tokens("token_name", names.size() + 1));
+    const std::string_view v(name ? name : "", len);
+    if (auto bad = find_invalid_utf8(v))
+      return s->fail_code("token_name(): name " + std::to_string(names.size() + 1) + " of the chunk, '" + shown(v) +
+                          "', is not valid UTF-8 (byte " + std::to_string(*bad + 1) + ")");
     try {
-      s->b->token_names.emplace_back(name ? name : "", name ? len : 0);
+      names.emplace_back(v);
     } catch (...) {
       return s->fail_code("out of memory");
     }
     return 0;
   }
 
+  static std::string too_many_tokens(const char* fn, std::uint64_t n) {
+    return std::string(fn) + "(): " + std::to_string(n) + " tokens (a chunk holds at most " +
+           std::to_string(lim::max_chunk_tokens) + ")";
+  }
   template <class T>
   T* fail(std::string why) {
     if (error.empty()) error = std::move(why);
@@ -335,6 +552,7 @@ class PluginSource final : public ReportSource {
       throw PluginError(e_->info.label() + ": describe failed: " + msg);
     }
     try {
+      check_schema(cs);  // before anything is copied out of it
       for (std::uint32_t i = 0; i < cs.n_features; ++i) schema_.feature_names.emplace_back(cs.feature_names[i]);
       for (std::uint32_t i = 0; i < cs.n_scenarios; ++i) intern(cs.scenario_names[i]);
       schema_.given_heads = cs.given_heads;
@@ -362,21 +580,31 @@ class PluginSource final : public ReportSource {
     if (ended_) return false;
     const std::uint64_t index = next_index_;
     std::vector<std::string> names;
-    if (!produce(index, max_reports, batch, names, &rows_read_)) {
+    if (!produce(index, max_reports, emitted_, batch, names, &rows_read_)) {
       ended_ = true;
+      if (total_ && emitted_ != total_)
+        throw PluginError(e_->info.label() + ": chunk " + std::to_string(index) + ": next_chunk returned END after " +
+                          std::to_string(emitted_) + " reports, but describe() declared total_reports = " +
+                          std::to_string(total_));
       return false;
     }
     ++next_index_;
     for (const auto& n : names) batch.scenarios.push_back(intern(n));
     batch.first_report = emitted_;
     emitted_ += batch.n_reports();
+    if (total_ && emitted_ > total_)
+      throw PluginError(e_->info.label() + ": chunk " + std::to_string(index) + " brings the number of reports to " +
+                        std::to_string(emitted_) + ", more than the total_reports = " + std::to_string(total_) +
+                        " describe() declared");
     return true;
   }
 
   bool fill(std::uint64_t index, std::size_t chunk_reports, ReportBatch& batch) const override {
     if (!random_) throw PluginError(e_->info.label() + ": fill() called on a generator without random access");
     std::vector<std::string> names;
-    if (!produce(index, chunk_reports, batch, names, nullptr)) return false;
+    const bool got = produce(index, chunk_reports, first_of(index, chunk_reports), batch, names, nullptr);
+    check_random_access_count(index, chunk_reports, got ? batch.n_reports() : 0, got);
+    if (!got) return false;
     for (const auto& n : names) {
       auto it = ids_.find(n);
       if (it == ids_.end())
@@ -389,6 +617,72 @@ class PluginSource final : public ReportSource {
   }
 
  private:
+  // describe()'s schema: the name arrays and every entry (non-NULL, non-empty, UTF-8, unique) and
+  // the declared counts against plugin_limits.
+  void check_schema(const headsep_schema& cs) const {
+    const std::string prefix = e_->info.label() + ": describe(): ";
+    checked_names(prefix, "feature_names", "n_features", "feature", cs.n_features, cs.feature_names, lim::max_features);
+    checked_names(prefix, "scenario_names", "n_scenarios", "scenario", cs.n_scenarios, cs.scenario_names,
+                  lim::max_scenarios);
+    if (cs.given_heads > lim::max_heads)
+      throw PluginError(prefix + "given_heads = " + std::to_string(cs.given_heads) + " is over the limit of " +
+                        std::to_string(lim::max_heads));
+  }
+
+  // Global index of the first report of random-access chunk `index` (saturating).
+  static std::uint64_t first_of(std::uint64_t index, std::uint64_t max_reports) {
+    std::uint64_t first = 0;
+    return __builtin_mul_overflow(index, max_reports, &first) ? UINT64_MAX : first;
+  }
+
+  // Random access: chunk i holds exactly the reports [i*max, (i+1)*max) that exist: min(max, total -
+  // i*max) of them when total_reports is declared, else max except in the last chunk. A chunk that
+  // ends the stream (END, short, or the last of the total) is followed by one probe of the next
+  // chunk, which must be END: the engine stops there and would silently drop anything after it.
+  void check_random_access_count(std::uint64_t index, std::uint64_t max, std::uint64_t n, bool got) const {
+    const std::uint64_t first = first_of(index, max);
+    const std::string where = e_->info.label() + ": chunk " + std::to_string(index);
+    if (total_) {
+      const std::uint64_t want = first >= total_ ? 0 : std::min(max, total_ - first);
+      const std::string rule = " (random access: chunk i holds reports [i*max_reports, (i+1)*max_reports) of total_reports = " +
+                               std::to_string(total_) + ", max_reports = " + std::to_string(max) + ")";
+      if (!got && want)
+        throw PluginError(where + ": next_chunk returned END, but reports " + std::to_string(first) + ".." +
+                          std::to_string(first + want - 1) + " are still to come" + rule);
+      if (got && n != want)
+        throw PluginError(where + " holds " + std::to_string(n) + " reports instead of " + std::to_string(want) + rule);
+      if (got && first + n == total_)
+        expect_end(index + 1, max, "chunk " + std::to_string(index) + " ends the declared total_reports = " + std::to_string(total_));
+    } else if (got && n < max) {
+      expect_end(index + 1, max, "chunk " + std::to_string(index) + " holds " + std::to_string(n) + " < max_reports = " +
+                                     std::to_string(max) + " reports, so it must be the last (random access)");
+    } else if (!got) {
+      expect_end(index + 1, max, "chunk " + std::to_string(index) + " returned END (random access: no report follows it)");
+    }
+  }
+  void expect_end(std::uint64_t index, std::uint64_t max, const std::string& why) const {
+    ReportBatch scratch;
+    std::vector<std::string> names;
+    if (produce(index, max, first_of(index, max), scratch, names, nullptr))
+      throw PluginError(e_->info.label() + ": chunk " + std::to_string(index) + " holds " +
+                        std::to_string(scratch.n_reports()) + " reports, but " + why);
+  }
+
+  // Every feature value must be finite. Called only when a branch-free pass found one that is not.
+  [[noreturn]] void throw_nonfinite(const ReportBatch& b, std::size_t f, const std::string& where) const {
+    const auto& x = b.features[f];
+    for (std::size_t r = 0; r < b.n_reports(); ++r)
+      for (auto t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t)
+        if (!std::isfinite(x[t])) {
+          char v[32];
+          std::snprintf(v, sizeof v, "%g", x[t]);
+          throw PluginError(where + ": report '" + b.report_id(r) + "' (report " + std::to_string(r + 1) +
+                            " of the chunk): feature '" + schema_.feature_names[f] + "' of token " +
+                            std::to_string(t - b.token_offset[r] + 1) + " is " + v + " (feature values must be finite)");
+        }
+    throw PluginError(where + ": feature '" + schema_.feature_names[f] + "' holds a non-finite value");
+  }
+
   std::uint32_t intern(const std::string& name) {
     auto [it, inserted] = ids_.try_emplace(name, static_cast<std::uint32_t>(schema_.scenario_names.size()));
     if (inserted) schema_.scenario_names.push_back(name);
@@ -396,20 +690,31 @@ class PluginSource final : public ReportSource {
   }
 
   // One next_chunk call, validated. False at the end. Thread-safe when the plugin is random access.
-  bool produce(std::uint64_t index, std::uint64_t max_reports, ReportBatch& batch, std::vector<std::string>& names,
-               std::uint64_t* rows_read) const {
+  // Validation is O(reports + tokens x features): branch-free passes, the search only on failure.
+  bool produce(std::uint64_t index, std::uint64_t max_reports, std::uint64_t first_report, ReportBatch& batch,
+               std::vector<std::string>& names, std::uint64_t* rows_read) const {
     if (max_reports == 0) throw Error("chunk size must be at least 1 report");
     ChunkSink sink(batch, max_reports, static_cast<std::uint32_t>(schema_.feature_names.size()), schema_.given_heads);
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;
+    batch.first_report = first_report;
+    // The plugin sees a long-lived slot, live only during this call (see ChunkSlot).
+    ChunkSlot* slot = slots_.take(index);
+    slot->c = sink.c;
+    slot->sink.store(&sink, std::memory_order_release);
     try {
-      st = e_->d.next_chunk(state_, index, max_reports, &sink.c);
+      st = e_->d.next_chunk(state_, index, max_reports, &slot->c);
     } catch (const std::exception& ex) {
       thrown = ex.what();
     } catch (...) {
       thrown = "unknown exception";
     }
+    slot->sink.store(nullptr, std::memory_order_release);
+    sink.c.source_rows = slot->c.source_rows;
+    sink.c.rows_read = slot->c.rows_read;
+    slots_.give(slot);
     const std::string where = e_->info.label() + ": chunk " + std::to_string(index);
+    if (late_.any.load(std::memory_order_acquire)) throw PluginError(e_->info.label() + ": " + late_.message());
     if (!thrown.empty()) throw PluginError(where + ": next_chunk() let a C++ exception escape the C ABI: " + thrown);
     if (rows_read) *rows_read = std::max(*rows_read, sink.c.rows_read);
     if (st == HEADSEP_END) {
@@ -424,8 +729,12 @@ class PluginSource final : public ReportSource {
     if (!sink.offsets_set) throw bad("token_offsets() was never called");
     const auto& off = batch.token_offset;
     if (off[0] != 0) throw bad("token_offset[0] must be 0");
-    for (std::size_t r = 0; r < sink.n_reports; ++r)
+    bool decreasing = false;
+    for (std::size_t r = 0; r < sink.n_reports; ++r) decreasing |= off[r + 1] < off[r];
+    for (std::size_t r = 0; decreasing && r < sink.n_reports; ++r)
       if (off[r + 1] < off[r]) throw bad("token offsets decrease at report " + std::to_string(r + 1));
+    if (off.back() > lim::max_chunk_tokens)
+      throw bad(std::to_string(off.back()) + " tokens (a chunk holds at most " + std::to_string(lim::max_chunk_tokens) + ")");
     const std::uint64_t n_tokens = off.back();
     for (std::size_t f = 0; f < schema_.feature_names.size(); ++f) {
       if (!sink.feature_set[f]) throw bad("feature '" + schema_.feature_names[f] + "' was not written");
@@ -439,16 +748,32 @@ class PluginSource final : public ReportSource {
       throw bad(std::to_string(batch.token_names.size()) + " token names for " + std::to_string(n_tokens) + " tokens");
     if (schema_.given_heads) {
       if (sink.scenarios.empty()) throw bad("given weights need the chunk's scenarios (scenario() was never called)");
-      const std::size_t rows = sink.scenarios.size() * (schema_.given_heads + 1);
+      const std::size_t rows = sink.scenarios.size() * (std::size_t(schema_.given_heads) + 1);
       if (batch.given_weights.size() != rows)
         throw bad("expected given weights for " + std::to_string(sink.scenarios.size()) + " scenarios x " +
-                  std::to_string(schema_.given_heads + 1) + " rows");
+                  std::to_string(std::size_t(schema_.given_heads) + 1) + " rows");
       for (std::size_t i = 0; i < rows; ++i)
         if (batch.given_weights[i].size() != n_tokens)
           throw bad("given weight row " + std::to_string(i) + " has " + std::to_string(batch.given_weights[i].size()) +
                     " values for " + std::to_string(n_tokens) + " tokens");
     } else if (!batch.given_weights.empty()) {
       throw bad("given weights written but the schema declares no given heads");
+    }
+    if (sink.scenarios.size() > 1) {
+      std::vector<std::string_view> sorted(sink.scenarios.begin(), sink.scenarios.end());
+      std::sort(sorted.begin(), sorted.end());
+      if (auto it = std::adjacent_find(sorted.begin(), sorted.end()); it != sorted.end())
+        throw bad("scenario '" + shown(*it) + "' is listed twice (each scenario is evaluated once per report)");
+    }
+    for (std::size_t f = 0; f < schema_.feature_names.size(); ++f) {
+      const double* x = batch.features[f].data();
+      std::uint64_t nonfinite = 0;
+      for (std::uint64_t t = 0; t < n_tokens; ++t) {
+        std::uint64_t u;
+        std::memcpy(&u, x + t, sizeof u);
+        nonfinite |= std::uint64_t((u & kExponentBits) == kExponentBits);
+      }
+      if (nonfinite) throw_nonfinite(batch, f, where);
     }
     batch.source_rows = sink.c.source_rows;
     names = std::move(sink.scenarios);
@@ -462,6 +787,9 @@ class PluginSource final : public ReportSource {
   bool random_ = false, ended_ = false;
   std::uint64_t total_ = 0;
   std::uint64_t rows_read_ = 0, next_index_ = 0, emitted_ = 0;
+  mutable LateCalls late_;
+  mutable SlotPool slots_{late_};
+  static constexpr std::uint64_t kExponentBits = 0x7ff0000000000000ULL;  // all set: inf or nan
 };
 
 // ---- weighting schemes --------------------------------------------------------------------
@@ -505,6 +833,16 @@ class PluginWeighting final : public Weighting {
       return PluginError(e_->info.label() + ": " + msg);
     };
     if (st != HEADSEP_OK) throw fail("describe_weighting failed: " + last_error_of(*e_));
+    if (wi.heads > lim::max_heads)
+      throw fail("describe_weighting(): heads = " + std::to_string(wi.heads) + " is over the limit of " +
+                 std::to_string(lim::max_heads));
+    try {  // the scheme's own scenario names, before anything reads them
+      checked_names(e_->info.label() + ": describe_weighting(): ", "scenario_names", "n_scenarios", "scenario",
+                    wi.n_scenarios, wi.scenario_names, lim::max_scenarios);
+    } catch (...) {
+      d.destroy(state_);
+      throw;
+    }
     if (wi.heads == 0) throw fail("declares 0 heads (a scheme has at least one head)");
     if (wi.layout != HEADSEP_LAYOUT_PER_TOKEN)
       throw fail("uses weight layout " + std::to_string(wi.layout) +

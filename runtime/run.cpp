@@ -302,6 +302,12 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
           oneapi::tbb::make_filter<Work*, Work*>(oneapi::tbb::filter_mode::parallel, compute) &
           oneapi::tbb::make_filter<Work*, void>(oneapi::tbb::filter_mode::serial_in_order, output));
   progress.done();
+  // End of stream: a source that declared its number of reports must have delivered exactly that
+  // many, or the outputs would silently miss reports. Plugin sources check every chunk against
+  // the contract and name the plugin; this catches whatever slips past (any source).
+  if (total_hint && stats.reports != total_hint)
+    throw Error("the scenario source delivered " + std::to_string(stats.reports) + " reports but declared " +
+                std::to_string(total_hint) + " (total_reports); the output would be incomplete");
   stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return stats;
 }

@@ -8,6 +8,7 @@
 // Loading happens here, before any worker thread starts. Every object returned keeps its
 // library loaded (shared ownership) until it is destroyed, whatever happens to the registry.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -27,6 +28,18 @@ class PluginError : public Error {
  public:
   using Error::Error;
 };
+
+/// What a plugin may declare (docs/PLUGINS.md, "Limits"). A plugin beyond a limit is refused,
+/// naming the plugin file and the field; the host's arithmetic on these counts is 64-bit.
+namespace plugin_limits {
+inline constexpr std::uint32_t max_heads = 1024;       ///< a weighting's heads; a schema's given_heads
+inline constexpr std::uint32_t max_features = 4096;    ///< a schema's feature columns
+inline constexpr std::uint32_t max_scenarios = 4096;   ///< a schema's, a weighting's, one chunk's scenario list
+inline constexpr std::uint32_t max_params = 256;       ///< entries of a parameter table
+inline constexpr std::size_t max_name_bytes = 64;      ///< plugin and parameter names
+inline constexpr std::size_t max_label_bytes = 4096;   ///< feature and scenario names, other declared text
+inline constexpr std::uint64_t max_chunk_tokens = std::uint64_t(1) << 31;  ///< tokens in one chunk
+}  // namespace plugin_limits
 
 enum class PluginKind : std::uint8_t { scenario = 1, weighting = 2 };
 std::string_view to_string(PluginKind kind) noexcept;
