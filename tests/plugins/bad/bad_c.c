@@ -1,6 +1,8 @@
 /* Deliberately broken (or unusual) plugins written against the raw C ABI, one per BAD_CASE:
  *   1 no entry symbol          2 ABI major 99           3 weighting without weights()
- *   4 create() fails           5 newer ABI minor with a longer descriptor (must be accepted) */
+ *   4 create() fails           5 newer ABI minor with a longer descriptor (must be accepted)
+ *   6 an int parameter whose default is "abc"            7 a parameter name with a '.'
+ *   8 a plugin name outside [a-z0-9_-] */
 #include <stddef.h>
 #include <string.h>
 
@@ -77,6 +79,18 @@ HEADSEP_PLUGIN_EXPORT const headsep_plugin_descriptor* headsep_plugin_entry(void
   d->weights = NULL;
 #elif BAD_CASE == 4
   d->name = "create-fails";
+#elif BAD_CASE == 6
+  static const headsep_param_spec params[] = {{"heads", HEADSEP_PARAM_INT, "2", NULL}, {"reports", HEADSEP_PARAM_INT, "abc", "how many"}};
+  d->name = "bad-default";
+  d->n_params = 2;
+  d->params = params;
+#elif BAD_CASE == 7
+  static const headsep_param_spec params[] = {{"model.path", HEADSEP_PARAM_STRING, "x", NULL}};
+  d->name = "dotted-param";
+  d->n_params = 1;
+  d->params = params;
+#elif BAD_CASE == 8
+  d->name = "Bad.Name";
 #elif BAD_CASE == 5
   d->name = "newer-minor";
   d->abi_minor = HEADSEP_PLUGIN_ABI_MINOR + 7;
