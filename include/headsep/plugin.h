@@ -10,6 +10,12 @@
  * and fields at or beyond struct_size are treated as absent (NULL / 0). The same rule holds
  * for every struct below that starts with struct_size.
  *
+ * Names (docs/PLUGINS.md, "Names and limits", has the same rules; the host enforces them):
+ *  - plugin names [a-z0-9_-], parameter names [A-Za-z0-9_-]: 1..64 bytes, no '.' (it separates
+ *    NAME.key in `-p NAME.key=value`); "scenario" and "weighting" are reserved plugin names;
+ *  - feature and scenario names: valid UTF-8, non-empty, at most 4096 bytes, unique in their list;
+ *  - report ids and token names: valid UTF-8 (may be empty).
+ *
  * Rules for every function pointer (docs/PLUGINS.md has the full contract):
  *  - Only C types cross: fixed-width integers, doubles, pointers with lengths, opaque state.
  *    No C++ exception may leave a plugin function (the C++ SDK catches them all).
@@ -63,7 +69,7 @@ typedef enum headsep_param_type {
 
 /** One entry of a plugin's parameter table (static storage, owned by the plugin). */
 typedef struct headsep_param_spec {
-  const char* name;          /**< required; [A-Za-z0-9_-]+ */
+  const char* name;          /**< required; [A-Za-z0-9_-]{1,64}, unique in the table */
   uint32_t type;             /**< required; a headsep_param_type */
   const char* default_value; /**< NULL = the parameter is required (no default) */
   const char* help;          /**< may be NULL */
@@ -88,10 +94,11 @@ typedef struct headsep_schema {
   uint32_t struct_size;               /**< sizeof(headsep_schema) as the writer knows it */
   uint32_t flags;                     /**< HEADSEP_SCHEMA_* */
   uint32_t n_features;
-  const char* const* feature_names;   /**< [n_features] UTF-8, NUL-terminated */
+  const char* const* feature_names;   /**< [n_features] UTF-8, NUL-terminated, non-empty, unique */
   uint32_t n_scenarios;
-  const char* const* scenario_names;  /**< [n_scenarios]: scenarios known up front (random-access
-                                           generators must list every scenario they use here) */
+  const char* const* scenario_names;  /**< [n_scenarios] UTF-8, non-empty, unique: scenarios known up
+                                           front (random-access generators must list every
+                                           scenario they use here) */
   uint32_t given_heads;               /**< N when the data carries single + N head weights, else 0 */
   uint64_t total_reports;             /**< number of reports when known in advance (progress), else 0 */
   /* ---- ABI 1.1 ---- */
@@ -118,16 +125,16 @@ struct headsep_chunk_out {
   /** Required for every feature f < schema.n_features: storage for n_tokens doubles
    *  (n_tokens = off[n_reports]). */
   double* (*feature)(headsep_chunk_out* out, uint32_t f, uint64_t n_tokens);
-  /** Appends a scenario (length-delimited UTF-8) to the chunk's scenario list: every report of
-   *  the chunk is evaluated under the same list, in this order. Optional: no call = the
-   *  weighting scheme's own scenarios. The host copies the bytes. */
+  /** Appends a scenario (length-delimited UTF-8, non-empty, at most once per chunk) to the
+   *  chunk's scenario list: every report of the chunk is evaluated under the same list, in this
+   *  order. Optional: no call = the weighting scheme's own scenarios. The host copies the bytes. */
   int32_t (*scenario)(headsep_chunk_out* out, const char* name, uint64_t len);
   /** When schema.given_heads = N > 0, required for every scenario slot j of the chunk and row
    *  h = 0..N (0 = single-head baseline): storage for n_tokens doubles. */
   double* (*given_weights)(headsep_chunk_out* out, uint32_t slot, uint32_t row, uint64_t n_tokens);
-  /** Optional: appends a report id (all n_reports of them, or none = synthetic "#<index>"). Host copies. */
+  /** Optional: appends a report id, UTF-8 (all n_reports of them, or none = synthetic "#<index>"). Host copies. */
   int32_t (*report_id)(headsep_chunk_out* out, const char* id, uint64_t len);
-  /** Optional: appends a token name (all n_tokens of them, or none). Host copies. */
+  /** Optional: appends a token name, UTF-8 (all n_tokens of them, or none). Host copies. */
   int32_t (*token_name)(headsep_chunk_out* out, const char* name, uint64_t len);
   /** Set by the plugin: input rows that produced this chunk (0 if not row-based). */
   uint64_t source_rows;
@@ -227,7 +234,7 @@ typedef struct headsep_weighting_info {
   uint32_t heads;                    /**< N >= 1 */
   uint32_t layout;                   /**< HEADSEP_LAYOUT_* */
   uint32_t n_scenarios;              /**< the scheme's own scenarios (head designs); 0 = none */
-  const char* const* scenario_names; /**< [n_scenarios] */
+  const char* const* scenario_names; /**< [n_scenarios] UTF-8, non-empty, unique */
   /* ---- ABI 1.1 ---- */
   /** Optional: NULL = weights() computes the weights. Else an array of max(1, n_scenarios)
    *  attention schemes, one per own scenario (layout must be per-token: it is ignored). */
@@ -242,7 +249,7 @@ typedef struct headsep_plugin_descriptor {
   uint32_t abi_minor;   /**< required: HEADSEP_PLUGIN_ABI_MINOR */
   uint32_t struct_size; /**< required: sizeof(headsep_plugin_descriptor) the plugin was built with */
   uint32_t kind;        /**< required: headsep_plugin_kind */
-  const char* name;        /**< required: unique plugin name, [a-z0-9_-]+ */
+  const char* name;        /**< required: unique plugin name, [a-z0-9_-]{1,64} */
   const char* version;     /**< required: plugin version, e.g. "1.2.0" */
   const char* description; /**< required: one line */
   uint32_t n_params;
