@@ -56,6 +56,11 @@ struct AttentionWeights {
 /// U(-a, a) with a = sqrt(6 / (fan_in + fan_out)), as torch.nn.MultiheadAttention initialises
 /// in_proj_weight; biases zero; values drawn from splitmix64(seed, matrix, index), so a weight does
 /// not depend on the order it is generated in.
+/// As torch does for in_proj_weight, W_Q, W_K, W_V count as one stacked matrix: fan_in = d_model,
+/// fan_out = heads*(2*d_k + d_v) (the baseline's: 3*d_model); W_O: fan_in = heads*d_v, fan_out = d_model.
+/// Element i (row-major, [out][in]) of matrix m (0 w_q, 1 w_k, 2 w_v, 3 w_o, 4 s_w_q, 5 s_w_k, 6 s_w_v)
+/// is a * (2u - 1), u = (splitmix64(splitmix64(seed ^ splitmix64(m)) + i) >> 40) * 2^-24, in double, then
+/// rounded to float.
 AttentionWeights seeded_attention_weights(std::uint32_t d_model, std::uint32_t heads, std::uint32_t d_k,
                                           std::uint32_t d_v, std::uint64_t seed, bool output_projection = true);
 
@@ -70,10 +75,13 @@ enum HeadStat : std::uint32_t {
 };
 /// Per-pair metrics, pairs (i, j), 1 <= i < j <= H, in the order (1,2), (1,3), ..., (H-1,H).
 enum PairStat : std::uint32_t {
-  kJensenShannon = 0,  ///< JS(A_i[q], A_j[q]) in nats, averaged over queries (Clark et al. 2019)
+  kJensenShannon = 0,  ///< JS(A_i[q], A_j[q]) in nats, averaged over queries (Clark et al. 2019);
+                       ///< H(M) - (H(P) + H(Q))/2, M = (P+Q)/2; the mean is clamped at 0 (rounding)
   kPositionOverlap,    ///< Σ_k A_i[q][k] A_j[q][k], averaged over queries (Li et al. 2018, position)
-  kSubspaceCosine,     ///< cos(V_i, V_j) over the report's value vectors (Li et al. 2018, subspace)
-  kOutputCosine,       ///< cos(O_i, O_j) over the report's queries (Li et al. 2018, output)
+  kSubspaceCosine,     ///< cos(V_i, V_j) over the report's value vectors (Li et al. 2018, subspace):
+                       ///< Σ_t V_i[t]·V_j[t] / (‖V_i‖ ‖V_j‖), norms over all t; 0 when a norm is 0
+  kOutputCosine,       ///< cos(O_i, O_j) over the report's queries (Li et al. 2018, output):
+                       ///< Σ_q O_i[q]·O_j[q] / (‖O_i‖ ‖O_j‖), norms over the queries; 0 when a norm is 0
   kOutputDistance,     ///< ‖O_i[q] - O_j[q]‖₂, averaged over queries
   kPairStats
 };
@@ -85,6 +93,7 @@ std::string_view pair_stat_name(std::uint32_t s) noexcept;  ///< "js_divergence"
 ///   head_stats[(h*kHeadStats + s)*stride + r] h = 0..H
 ///   pair_stats[(p*kPairStats + s)*stride + r] p over pairs of heads 1..H
 /// context_h[c] = mean over queries of Σ_k A_h[q][k] · axis_c[k] (or the one designated query).
+/// A report of 0 tokens has no query: every value is 0. Pair metrics need equal d_v for heads 1..H.
 struct AttentionOut {
   double* context = nullptr;
   double* head_stats = nullptr;
@@ -94,8 +103,8 @@ struct AttentionOut {
   /// block h at maps_offset[r] + h*nq*n, query-major. nq = n (QueryMode::all) or 1.
   float* maps = nullptr;
   const std::uint64_t* maps_offset = nullptr;
-  /// Optional: the multi-head output concat_h(O_h) W_O + b_O, [query row][d_model], rows at
-  /// output_offset[r] (nq rows per report). Needs w_o.
+  /// Optional: the multi-head output concat_h(O_h) W_O + b_O (heads 1..H), [query row][d_model]:
+  /// report r's nq rows start at output + output_offset[r] (in floats, like maps_offset). Needs w_o.
   float* output = nullptr;
   const std::uint64_t* output_offset = nullptr;
 };
@@ -103,6 +112,7 @@ struct AttentionOut {
 /// Per-thread working memory (projections of a group of reports, one query tile of A).
 struct AttentionScratch {
   std::vector<float> qkv, tile, acc;
+  std::vector<double> sums;  ///< the kernel's f64 per-head sums
 };
 
 /// One attention scheme, packed for the kernels. Immutable after construction: run() may be
@@ -137,6 +147,9 @@ class AttentionPlan {
   AttentionConfig config_;
   std::vector<float> proj_, bias_, w_o_t_, b_o_;
   std::size_t width_ = 0;
+  std::size_t ld_ = 0;               ///< row stride of the projections in scratch (>= width_)
+  std::vector<std::uint32_t> cols_;  ///< per head h = 0..H: q_col, k_col, v_col, dk, dv (5 rows of H+1)
+  bool has_bias_ = false, has_out_bias_ = false;  ///< a projection bias / b_O is non-zero
 };
 
 // ---- the fused kernel ------------------------------------------------------------------------

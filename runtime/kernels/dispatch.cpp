@@ -76,8 +76,7 @@ SimdLevel default_level() {
   return supported_levels().back();
 }
 
-namespace {
-void require_supported(SimdLevel level) {
+void kernels::require_supported(SimdLevel level) {
   // Called per batch: a bit set, not supported_levels()'s vector copy.
   static const unsigned mask = [] {
     unsigned m = 0;
@@ -93,9 +92,11 @@ void require_supported(SimdLevel level) {
                    (in_build ? "supported by this CPU" : "built into this binary") + " (supported: " + have + ")");
 }
 
+namespace {
+
 template <class T>
 void run_level(const KernelArgs<T>& a, SimdLevel level, [[maybe_unused]] kernels::Strategy how) {
-  require_supported(level);
+  kernels::require_supported(level);
   std::size_t done = 0;
 #if HEADSEP_KERNELS_X86
   switch (level) {

@@ -56,6 +56,9 @@ extern template struct metrics_kernel<xsimd::avx512bw>;
 void compute_metrics(const KernelArgs<double>& a, SimdLevel level, Strategy how);
 void compute_metrics(const KernelArgs<float>& a, SimdLevel level, Strategy how);
 
+/// Throws UsageError for a level this build or CPU cannot run (cheap: a cached bit set).
+void require_supported(SimdLevel level);
+
 /// Longest uniform length the in-register de-interleave (Strategy::shuffle) handles.
 inline constexpr std::size_t kShuffleMax = 8;
 

@@ -1,0 +1,239 @@
+// AttentionPlan::run (QKV projections + fused attention + every metric) on the shapes,
+// B reports x n tokens x d_model x heads (d_k = d_v = d_model / heads), 2 context axes, all
+// queries, no mask, every supported level, 1 and 2 threads (tbb::parallel_for over chunks of
+// reports, one AttentionScratch per thread).
+//
+// Names:  run/<shape>/<level>/threads:<t>      the whole plan (what the engine calls)
+//         kernel/<shape>/<level>              attention_report only, on projections computed once
+//         gemm/<shape>                        the projections only: one OpenBLAS sgemm per group
+//                                             of ~2048 tokens, as run() does
+// Counters: items_per_second = reports/s; GFLOPS = 2·n·d_model·width (projections) +
+//   2·n²·Σd_k (scores) + 2·n²·Σd_v (A·V) per report, heads 0..H; pct_peak = GFLOPS over
+//   measure_fp32_peak_gflops() x threads (the peak is one core's, at the best level).
+// A shape's data is built once; the big shape's X is 64 MiB (cf. HEADSEP_BENCH_REPORTS to scale B).
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "headsep/attention.hpp"
+#include "headsep/kernels.hpp"
+
+using namespace headsep;
+
+namespace {
+
+struct Shape {
+  std::size_t reports, n, d_model, heads;
+  std::string name() const {
+    return std::to_string(reports) + "x" + std::to_string(n) + "x" + std::to_string(d_model) + "x" +
+           std::to_string(heads);
+  }
+  std::size_t dk() const { return d_model / heads; }
+  std::size_t width() const { return 3 * (d_model + heads * dk()); }
+  double flops_per_report() const {
+    const double sum_d = double(d_model + heads * dk());  // Σ d_k = Σ d_v over heads 0..H
+    return 2.0 * double(n) * double(d_model) * double(width()) + 4.0 * double(n) * double(n) * sum_d;
+  }
+};
+
+constexpr std::size_t kChunkTokens = 2048;  // reports per parallel task: about one sgemm group
+constexpr std::uint32_t kAxes = 2;
+
+struct Data {
+  Shape s;
+  std::vector<float> x;
+  std::vector<std::uint64_t> off;
+  std::vector<std::vector<float>> axis;
+  std::vector<const float*> axp;
+  std::unique_ptr<AttentionPlan> plan;
+  std::vector<double> ctx, hs, ps;  // outputs, stride = reports
+};
+
+Data& data_for(const Shape& s) {
+  static std::map<std::string, std::unique_ptr<Data>> all;
+  auto& d = all[s.name()];
+  if (d) return *d;
+  d = std::make_unique<Data>();
+  d->s = s;
+  const std::size_t T = s.reports * s.n;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  d->x.resize(T * s.d_model);
+  for (auto& v : d->x) v = u(rng);
+  d->off.resize(s.reports + 1);
+  for (std::size_t r = 0; r <= s.reports; ++r) d->off[r] = r * s.n;
+  d->axis.assign(kAxes, std::vector<float>(T));
+  for (auto& a : d->axis)
+    for (auto& v : a) v = 3.0f * u(rng);
+  for (auto& a : d->axis) d->axp.push_back(a.data());
+  const auto dk = static_cast<std::uint32_t>(s.dk());
+  d->plan = std::make_unique<AttentionPlan>(
+      seeded_attention_weights(static_cast<std::uint32_t>(s.d_model), static_cast<std::uint32_t>(s.heads), dk, dk, 7,
+                               false),
+      AttentionConfig{});
+  d->ctx.resize((s.heads + 1) * kAxes * s.reports);
+  d->hs.resize((s.heads + 1) * kHeadStats * s.reports);
+  d->ps.resize(s.heads * (s.heads - 1) / 2 * kPairStats * s.reports + 1);
+  return *d;
+}
+
+tbb::task_arena& arena(int threads) {
+  static std::map<int, std::unique_ptr<tbb::task_arena>> arenas;
+  auto& a = arenas[threads];
+  if (!a) a = std::make_unique<tbb::task_arena>(threads);
+  return *a;
+}
+
+void set_counters(benchmark::State& st, const Shape& s, std::size_t reports_per_iter, int threads) {
+  const double iters = double(st.iterations());
+  const double flops = iters * double(reports_per_iter) * s.flops_per_report();
+  st.SetItemsProcessed(static_cast<std::int64_t>(iters * double(reports_per_iter)));
+  st.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
+  st.counters["pct_peak"] =
+      benchmark::Counter(flops * 1e-9 / (measure_fp32_peak_gflops() * threads) * 100.0, benchmark::Counter::kIsRate);
+}
+
+void run(benchmark::State& st, Shape s, SimdLevel level, int threads) {
+  Data& d = data_for(s);
+  const std::size_t chunk = std::max<std::size_t>(1, kChunkTokens / s.n);
+  tbb::enumerable_thread_specific<AttentionScratch> scratch;
+  for (auto _ : st) {
+    arena(threads).execute([&] {
+      tbb::parallel_for(
+          tbb::blocked_range<std::size_t>(0, s.reports, chunk),
+          [&](const tbb::blocked_range<std::size_t>& r) {
+            AttentionOut out;
+            out.context = d.ctx.data() + r.begin();
+            out.head_stats = d.hs.data() + r.begin();
+            out.pair_stats = d.ps.data() + r.begin();
+            out.stride = s.reports;
+            d.plan->run(d.x.data(), d.off.data() + r.begin(), r.size(), kAxes, d.axp.data(), level, out,
+                        scratch.local());
+          },
+          tbb::simple_partitioner());
+    });
+    benchmark::ClobberMemory();
+  }
+  set_counters(st, s, s.reports, threads);
+}
+
+/// The projections of the first group's reports, in the plan's packed layout (what run() builds).
+struct Projected {
+  std::size_t reports = 0;
+  std::vector<float> qkv;
+  std::vector<std::uint32_t> cols;  // q_col, k_col, v_col, dk, dv per head
+  std::size_t ld = 0;
+};
+
+Projected project(const Data& d) {
+  const Shape& s = d.s;
+  Projected p;
+  p.reports = std::max<std::size_t>(1, kChunkTokens / s.n);
+  const std::size_t T = p.reports * s.n, w = s.width(), H = s.heads, dk = s.dk(), qw = s.d_model + H * dk;
+  p.ld = w;
+  p.qkv.resize(T * w + 64);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(T), static_cast<int>(w),
+              static_cast<int>(s.d_model), 1.0f, d.x.data(), static_cast<int>(s.d_model), d.plan->proj().data(),
+              static_cast<int>(w), 0.0f, p.qkv.data(), static_cast<int>(w));
+  p.cols.resize(5 * (H + 1));
+  for (std::size_t h = 0; h <= H; ++h) {
+    const std::size_t o = h ? s.d_model + (h - 1) * dk : 0;
+    p.cols[h] = static_cast<std::uint32_t>(o);
+    p.cols[(H + 1) + h] = static_cast<std::uint32_t>(qw + o);
+    p.cols[2 * (H + 1) + h] = static_cast<std::uint32_t>(2 * qw + o);
+    p.cols[3 * (H + 1) + h] = p.cols[4 * (H + 1) + h] = static_cast<std::uint32_t>(h ? dk : s.d_model);
+  }
+  return p;
+}
+
+void kernel_only(benchmark::State& st, Shape s, SimdLevel level) {
+  Data& d = data_for(s);
+  const Projected p = project(d);
+  const std::size_t H1 = s.heads + 1;
+  AttentionScratch scratch;
+  AttentionReport in;
+  in.heads = static_cast<std::uint32_t>(s.heads);
+  in.n = static_cast<std::uint32_t>(s.n);
+  in.ld = p.ld;
+  in.q_col = p.cols.data(), in.k_col = p.cols.data() + H1, in.v_col = p.cols.data() + 2 * H1;
+  in.dk = p.cols.data() + 3 * H1, in.dv = p.cols.data() + 4 * H1;
+  in.axes = kAxes;
+  const float* ax[kAxes];
+  in.axis = ax;
+  for (auto _ : st) {
+    for (std::size_t r = 0; r < p.reports; ++r) {
+      in.qkv = p.qkv.data() + r * s.n * p.ld;
+      for (std::uint32_t c = 0; c < kAxes; ++c) ax[c] = d.axp[c] + r * s.n;
+      AttentionReportOut out;
+      out.context = d.ctx.data() + r, out.head_stats = d.hs.data() + r, out.pair_stats = d.ps.data() + r;
+      out.stride = s.reports;
+      attention_report(in, out, level, scratch);
+    }
+    benchmark::ClobberMemory();
+  }
+  set_counters(st, s, p.reports, 1);
+  // FLOPs of the kernel alone (no projections), for its own efficiency.
+  const double kflops = double(st.iterations()) * double(p.reports) * 4.0 * double(s.n) * double(s.n) *
+                        double(s.d_model + s.heads * s.dk());
+  st.counters["kernel_GFLOPS"] = benchmark::Counter(kflops * 1e-9, benchmark::Counter::kIsRate);
+}
+
+void gemm_only(benchmark::State& st, Shape s) {
+  Data& d = data_for(s);
+  const std::size_t reports = std::max<std::size_t>(1, kChunkTokens / s.n), T = reports * s.n, w = s.width();
+  std::vector<float> c(T * w);
+  for (auto _ : st) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(T), static_cast<int>(w),
+                static_cast<int>(s.d_model), 1.0f, d.x.data(), static_cast<int>(s.d_model), d.plan->proj().data(),
+                static_cast<int>(w), 0.0f, c.data(), static_cast<int>(w));
+    benchmark::DoNotOptimize(c.data());
+  }
+  const double flops = double(st.iterations()) * 2.0 * double(T) * double(s.d_model) * double(w);
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * reports));
+  st.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
+  st.counters["pct_peak"] =
+      benchmark::Counter(flops * 1e-9 / measure_fp32_peak_gflops() * 100.0, benchmark::Counter::kIsRate);
+}
+
+std::vector<Shape> shapes() {
+  std::vector<Shape> v{{2048, 64, 64, 4}, {256, 256, 256, 8}, {65536, 3, 2, 2}};
+  if (const char* scale = std::getenv("HEADSEP_BENCH_REPORTS"))  // e.g. 0.25 for a quick run
+    for (auto& s : v) s.reports = std::max<std::size_t>(8, std::size_t(double(s.reports) * std::atof(scale)));
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (const Shape& s : shapes()) {
+    benchmark::RegisterBenchmark(("gemm/" + s.name()).c_str(), [=](benchmark::State& st) { gemm_only(st, s); })
+        ->Unit(benchmark::kMillisecond);
+    for (auto level : supported_levels()) {
+      const std::string lv(to_string(level));
+      benchmark::RegisterBenchmark(("kernel/" + s.name() + "/" + lv).c_str(),
+                                   [=](benchmark::State& st) { kernel_only(st, s, level); })
+          ->Unit(benchmark::kMillisecond);
+      for (int threads : {1, 2})
+        benchmark::RegisterBenchmark(("run/" + s.name() + "/" + lv + "/threads:" + std::to_string(threads)).c_str(),
+                                     [=](benchmark::State& st) { run(st, s, level, threads); })
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("fp32_peak_gflops_per_core", std::to_string(measure_fp32_peak_gflops()));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

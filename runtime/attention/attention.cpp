@@ -1,0 +1,334 @@
+// AttentionWeights, seeded weights, statistic names and AttentionPlan (see attention.hpp).
+//
+// run() per group of consecutive reports (at most kGroupTokens tokens, a longer report alone):
+//   X rows of the group ──sgemm──▶ scratch.qkv [token][ld] = X·proj + bias   (Q|K|V of every head)
+//        └─ per report: attention_report (fused scores → softmax → A·V → metrics, kernels/)
+//                       └─ optional output projection: concat_h(O_h) W_O + b_O, one sgemm
+//
+// BLAS and threads: the engine runs plans inside oneTBB tasks, one scratch per thread. OpenBLAS's
+// pthread build would otherwise start its own pool per call and oversubscribe the cores TBB
+// already uses (and its threaded paths change the summation order with the thread count), so
+// the first plan sets it to one thread, once, for the process: every sgemm runs on the calling
+// thread. A host that needs a threaded OpenBLAS elsewhere must know this.
+//
+// Bit-for-bit grouping: the result for a token must not depend on which reports share its
+// group (chunking must not change output). OpenBLAS computes a row with the same instruction
+// sequence only when the row is inside a full register block of rows: a call whose row count
+// is odd or 2 mod 4 handles the tail rows with other kernels and a different summation order
+// (measured, 0.3.21 SkylakeX and Haswell kernels). So every sgemm gets a multiple of kRowBlock
+// rows: the group's last partial block is copied into a zero-padded kRowBlock-row buffer and
+// projected by a second call. tests/kernels/test_attention.cpp checks bit-identity.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "headsep/attention.hpp"
+#include "headsep/error.hpp"
+#include "kernels/attention_simd.hpp"
+
+namespace headsep {
+namespace {
+
+constexpr std::size_t kGroupTokens = 2048;  ///< tokens projected by one sgemm (a longer report alone)
+constexpr std::size_t kRowBlock = 16;       ///< every sgemm's row count is a multiple of this
+
+std::uint64_t splitmix64(std::uint64_t x) noexcept {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+void fill_uniform(std::vector<float>& v, std::size_t count, double a, std::uint64_t seed, std::uint64_t matrix) {
+  v.resize(count);
+  const std::uint64_t key = splitmix64(seed ^ splitmix64(matrix));
+  for (std::size_t i = 0; i < count; ++i) {
+    const double u = double(splitmix64(key + i) >> 40) * (1.0 / 16777216.0);
+    v[i] = static_cast<float>(a * (2.0 * u - 1.0));
+  }
+}
+
+void check_size(std::string_view what, const char* name, std::size_t have, std::size_t want, const std::string& shape,
+                bool may_be_empty) {
+  if (have == want || (may_be_empty && have == 0)) return;
+  throw Error(std::string(what) + ": " + name + " has " + std::to_string(have) + " values, expected " +
+              std::to_string(want) + " (" + shape + ")" + (may_be_empty ? " or none" : ""));
+}
+
+void check_finite(std::string_view what, const char* name, const std::vector<float>& v) {
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      throw Error(std::string(what) + ": " + name + "[" + std::to_string(i) + "] is not finite");
+}
+
+bool any_nonzero(const std::vector<float>& v) {
+  return std::any_of(v.begin(), v.end(), [](float x) { return x != 0.0f; });
+}
+
+std::string dims(std::uint64_t a, const char* an, std::uint64_t b, const char* bn) {
+  return std::string(an) + " x " + bn + " = " + std::to_string(a) + " x " + std::to_string(b);
+}
+
+void single_threaded_blas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+}  // namespace
+
+void AttentionWeights::validate(std::string_view what) const {
+  if (d_model == 0 || heads == 0 || d_k == 0 || d_v == 0)
+    throw Error(std::string(what) + ": d_model, heads, d_k and d_v must be positive (got " + std::to_string(d_model) +
+                ", " + std::to_string(heads) + ", " + std::to_string(d_k) + ", " + std::to_string(d_v) + ")");
+  const std::uint64_t dm = d_model, hk = std::uint64_t(heads) * d_k, hv = std::uint64_t(heads) * d_v;
+  check_size(what, "w_q", w_q.size(), hk * dm, dims(hk, "heads*d_k", dm, "d_model"), false);
+  check_size(what, "w_k", w_k.size(), hk * dm, dims(hk, "heads*d_k", dm, "d_model"), false);
+  check_size(what, "w_v", w_v.size(), hv * dm, dims(hv, "heads*d_v", dm, "d_model"), false);
+  check_size(what, "b_q", b_q.size(), hk, "heads*d_k = " + std::to_string(hk), true);
+  check_size(what, "b_k", b_k.size(), hk, "heads*d_k = " + std::to_string(hk), true);
+  check_size(what, "b_v", b_v.size(), hv, "heads*d_v = " + std::to_string(hv), true);
+  check_size(what, "w_o", w_o.size(), dm * hv, dims(dm, "d_model", hv, "heads*d_v"), true);
+  check_size(what, "b_o", b_o.size(), dm, "d_model = " + std::to_string(dm), true);
+  if (w_o.empty() && !b_o.empty()) throw Error(std::string(what) + ": b_o is given but w_o is not");
+  for (auto [name, v] : {std::pair{"s_w_q", &s_w_q}, {"s_w_k", &s_w_k}, {"s_w_v", &s_w_v}})
+    check_size(what, name, v->size(), dm * dm, dims(dm, "d_model", dm, "d_model"), false);
+  for (auto [name, v] : {std::pair{"s_b_q", &s_b_q}, {"s_b_k", &s_b_k}, {"s_b_v", &s_b_v}})
+    check_size(what, name, v->size(), dm, "d_model = " + std::to_string(dm), true);
+  for (auto [name, v] : {std::pair{"w_q", &w_q}, {"w_k", &w_k}, {"w_v", &w_v}, {"b_q", &b_q}, {"b_k", &b_k},
+                         {"b_v", &b_v}, {"w_o", &w_o}, {"b_o", &b_o}, {"s_w_q", &s_w_q}, {"s_w_k", &s_w_k},
+                         {"s_w_v", &s_w_v}, {"s_b_q", &s_b_q}, {"s_b_k", &s_b_k}, {"s_b_v", &s_b_v}})
+    check_finite(what, name, *v);
+}
+
+AttentionWeights seeded_attention_weights(std::uint32_t d_model, std::uint32_t heads, std::uint32_t d_k,
+                                          std::uint32_t d_v, std::uint64_t seed, bool output_projection) {
+  AttentionWeights w;
+  w.d_model = d_model, w.heads = heads, w.d_k = d_k, w.d_v = d_v;
+  const double dm = d_model, hk = double(heads) * d_k, hv = double(heads) * d_v;
+  const std::size_t m = d_model;
+  // torch.nn.MultiheadAttention: xavier_uniform_ over the stacked in_proj_weight [Q; K; V].
+  const double a_in = std::sqrt(6.0 / (dm + (2 * hk + hv)));
+  const double a_single = std::sqrt(6.0 / (dm + 3 * dm));
+  fill_uniform(w.w_q, std::size_t(hk) * m, a_in, seed, 0);
+  fill_uniform(w.w_k, std::size_t(hk) * m, a_in, seed, 1);
+  fill_uniform(w.w_v, std::size_t(hv) * m, a_in, seed, 2);
+  if (output_projection) fill_uniform(w.w_o, m * std::size_t(hv), std::sqrt(6.0 / (hv + dm)), seed, 3);
+  fill_uniform(w.s_w_q, m * m, a_single, seed, 4);
+  fill_uniform(w.s_w_k, m * m, a_single, seed, 5);
+  fill_uniform(w.s_w_v, m * m, a_single, seed, 6);
+  return w;
+}
+
+std::string_view head_stat_name(std::uint32_t s) noexcept {
+  switch (s) {
+    case kEntropy: return "entropy";
+    case kConfidence: return "confidence";
+    case kSelfWeight: return "self_weight";
+    case kPrevWeight: return "prev_weight";
+    case kFirstWeight: return "first_weight";
+    default: return "?";
+  }
+}
+
+std::string_view pair_stat_name(std::uint32_t s) noexcept {
+  switch (s) {
+    case kJensenShannon: return "js_divergence";
+    case kPositionOverlap: return "position_overlap";
+    case kSubspaceCosine: return "subspace_cosine";
+    case kOutputCosine: return "output_cosine";
+    case kOutputDistance: return "output_distance";
+    default: return "?";
+  }
+}
+
+AttentionPlan::AttentionPlan(const AttentionWeights& w, AttentionConfig config)
+    : d_model_(w.d_model), heads_(w.heads), d_k_(w.d_k), d_v_(w.d_v), config_(config) {
+  w.validate("attention weights");
+  single_threaded_blas();
+  const std::size_t dm = d_model_, H = heads_, dk = d_k_, dv = d_v_;
+  const std::size_t qw = dm + H * dk;  // width of the Q part (= the K part)
+  width_ = 2 * qw + dm + H * dv;
+  // Row stride: whole 64-byte rows for wide matrices, and room for the last head's V to be read
+  // one full vector at a time in place (see attention_simd_impl.hpp).
+  ld_ = width_ + (kernels::kAttnMaxLanes - dv % kernels::kAttnMaxLanes) % kernels::kAttnMaxLanes;
+  if (width_ >= 64) ld_ = (ld_ + 15) / 16 * 16;
+
+  cols_.assign(5 * (H + 1), 0);
+  for (std::size_t h = 0; h <= H; ++h) {
+    const std::size_t qo = h ? dm + (h - 1) * dk : 0, vo = h ? dm + (h - 1) * dv : 0;
+    cols_[h] = static_cast<std::uint32_t>(qo);
+    cols_[(H + 1) + h] = static_cast<std::uint32_t>(qw + qo);
+    cols_[2 * (H + 1) + h] = static_cast<std::uint32_t>(2 * qw + vo);
+    cols_[3 * (H + 1) + h] = static_cast<std::uint32_t>(h ? dk : dm);
+    cols_[4 * (H + 1) + h] = static_cast<std::uint32_t>(h ? dv : dm);
+  }
+
+  // proj_[i][col] = W[out = col's row][in = i]: nn.Linear's [out][in] transposed, input-major.
+  proj_.assign(dm * width_, 0.0f);
+  bias_.assign(width_, 0.0f);
+  auto put = [&](std::size_t col0, const std::vector<float>& wt, const std::vector<float>& b, std::size_t rows) {
+    for (std::size_t o = 0; o < rows; ++o) {
+      for (std::size_t i = 0; i < dm; ++i) proj_[i * width_ + col0 + o] = wt[o * dm + i];
+      if (!b.empty()) bias_[col0 + o] = b[o];
+    }
+  };
+  put(0, w.s_w_q, w.s_b_q, dm);
+  put(dm, w.w_q, w.b_q, H * dk);
+  put(qw, w.s_w_k, w.s_b_k, dm);
+  put(qw + dm, w.w_k, w.b_k, H * dk);
+  put(2 * qw, w.s_w_v, w.s_b_v, dm);
+  put(2 * qw + dm, w.w_v, w.b_v, H * dv);
+  has_bias_ = any_nonzero(bias_);
+
+  if (!w.w_o.empty()) {  // W_O [d_model][H*dv] -> input-major [H*dv][d_model]
+    const std::size_t hv = H * dv;
+    w_o_t_.resize(hv * dm);
+    for (std::size_t o = 0; o < dm; ++o)
+      for (std::size_t i = 0; i < hv; ++i) w_o_t_[i * dm + o] = w.w_o[o * hv + i];
+    b_o_ = w.b_o.empty() ? std::vector<float>(dm, 0.0f) : w.b_o;
+    has_out_bias_ = any_nonzero(b_o_);
+  }
+}
+
+namespace {
+
+/// The kernel's view of one report of the plan (columns and widths from the plan's table).
+AttentionReport report_view(const std::vector<std::uint32_t>& cols, std::uint32_t heads, std::size_t ld,
+                            const AttentionConfig& config) {
+  const std::size_t H1 = std::size_t(heads) + 1;
+  AttentionReport in;
+  in.heads = heads;
+  in.ld = ld;
+  in.q_col = cols.data();
+  in.k_col = cols.data() + H1;
+  in.v_col = cols.data() + 2 * H1;
+  in.dk = cols.data() + 3 * H1;
+  in.dv = cols.data() + 4 * H1;
+  in.config = config;
+  return in;
+}
+
+}  // namespace
+
+std::size_t AttentionPlan::report_bytes(std::size_t n) const noexcept {
+  AttentionReport in = report_view(cols_, heads_, ld_, config_);
+  in.n = static_cast<std::uint32_t>(n);
+  in.axes = 0;
+  std::size_t first = 0;
+  const std::size_t nq = kernels::attention_query_rows(in, &first);
+  const std::uint32_t tq = nq > 1 ? kernels::attention_tile_rows(n, heads_) : 1;
+  const std::size_t qkv = ((n + kRowBlock) * ld_ + kernels::kAttnMaxLanes) * sizeof(float);
+  const std::size_t xpad = kRowBlock * d_model_ * sizeof(float);
+  const std::size_t work = kernels::attention_work_floats(in, tq) * sizeof(float) +
+                           kernels::attention_work_doubles(in) * sizeof(double);
+  // Output projection: the kernel's O rows (heads 0..H) and their concatenation (heads 1..H).
+  const std::size_t outp = w_o_t_.empty() ? 0 : nq * (d_model_ + 2 * std::size_t(heads_) * d_v_) * sizeof(float);
+  return qkv + std::max(xpad, outp) + work;
+}
+
+void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::size_t n_reports, std::uint32_t axes,
+                        const float* const* axis, SimdLevel level, const AttentionOut& out, AttentionScratch& scratch,
+                        std::size_t max_report_bytes) const {
+  if (n_reports == 0) return;
+  kernels::require_supported(level);
+  const std::size_t H = heads_, P = H * (H - 1) / 2, dm = d_model_, ld = ld_;
+  if (!out.head_stats || (axes && !out.context) || (P && !out.pair_stats))
+    throw Error("attention: AttentionOut needs head_stats" + std::string(axes ? ", context" : "") +
+                (P ? ", pair_stats" : "") + " rows");
+  if (out.stride < n_reports)
+    throw Error("attention: output stride " + std::to_string(out.stride) + " < " + std::to_string(n_reports) +
+                " reports");
+  if (out.maps && !out.maps_offset) throw Error("attention: AttentionOut::maps needs maps_offset");
+  const bool project_out = out.output != nullptr;
+  if (project_out && w_o_t_.empty())
+    throw Error("attention: AttentionOut::output is set but the weights have no output projection (w_o)");
+  if (project_out && !out.output_offset) throw Error("attention: AttentionOut::output needs output_offset");
+
+  AttentionReport in = report_view(cols_, heads_, ld, config_);
+  in.axes = axes;
+  std::vector<const float*> ax(axes);
+  in.axis = ax.data();
+  const std::size_t hv = H * d_v_;
+
+  for (std::size_t r0 = 0; r0 < n_reports;) {
+    // The group: consecutive reports while the tokens fit kGroupTokens (at least one report).
+    std::size_t r1 = r0, tokens = 0;
+    while (r1 < n_reports) {
+      const std::size_t n = static_cast<std::size_t>(token_offset[r1 + 1] - token_offset[r1]);
+      if (r1 > r0 && tokens + n > kGroupTokens) break;
+      const std::size_t need = report_bytes(n);
+      if (need > max_report_bytes)
+        throw Error("attention: report " + std::to_string(r1) + " has " + std::to_string(n) + " tokens and needs " +
+                    std::to_string(need) + " bytes of working memory, over the budget of " +
+                    std::to_string(max_report_bytes) + " bytes (max_report_bytes)");
+      tokens += n;
+      ++r1;
+    }
+    const std::uint64_t t0 = token_offset[r0];
+
+    // Projections of the group: rows [0, full) straight from X, the last partial block padded.
+    const std::size_t full = tokens / kRowBlock * kRowBlock, rest = tokens - full;
+    const std::size_t rows = full + (rest ? kRowBlock : 0);
+    const std::size_t qkv_floats = rows * ld + kernels::kAttnMaxLanes;
+    if (scratch.qkv.size() < qkv_floats) scratch.qkv.resize(qkv_floats);  // zeroed: padding columns stay 0
+    float* qkv = scratch.qkv.data();
+    if (has_bias_)
+      for (std::size_t t = 0; t < rows; ++t) std::memcpy(qkv + t * ld, bias_.data(), width_ * sizeof(float));
+    const float beta = has_bias_ ? 1.0f : 0.0f;
+    const int M = static_cast<int>(full), N = static_cast<int>(width_), K = static_cast<int>(dm);
+    if (full)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, x + t0 * dm, K, proj_.data(), N, beta, qkv,
+                  static_cast<int>(ld));
+    if (rest) {
+      if (scratch.acc.size() < kRowBlock * dm) scratch.acc.resize(kRowBlock * dm);
+      float* xp = scratch.acc.data();
+      std::memcpy(xp, x + (t0 + full) * dm, rest * dm * sizeof(float));
+      std::memset(xp + rest * dm, 0, (kRowBlock - rest) * dm * sizeof(float));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kRowBlock), N, K, 1.0f, xp, K,
+                  proj_.data(), N, beta, qkv + full * ld, static_cast<int>(ld));
+    }
+
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::uint64_t b = token_offset[r];
+      in.n = static_cast<std::uint32_t>(token_offset[r + 1] - b);
+      in.qkv = qkv + (b - t0) * ld;
+      for (std::uint32_t c = 0; c < axes; ++c) ax[c] = axis[c] + b;
+      AttentionReportOut ro;
+      ro.context = out.context ? out.context + r : nullptr;
+      ro.head_stats = out.head_stats + r;
+      ro.pair_stats = out.pair_stats ? out.pair_stats + r : nullptr;
+      ro.stride = out.stride;
+      ro.maps = out.maps ? out.maps + out.maps_offset[r] : nullptr;
+      std::size_t first = 0;
+      const std::size_t nq = kernels::attention_query_rows(in, &first);
+      float* head_out = nullptr;
+      if (project_out && nq) {
+        const std::size_t need = nq * (dm + 2 * hv);  // O_0 (d_model wide) .. O_H, then the concat
+        if (scratch.acc.size() < need) scratch.acc.resize(need);
+        head_out = scratch.acc.data();
+      }
+      ro.head_out = head_out;
+      attention_report(in, ro, level, scratch);
+      if (!head_out) continue;
+      // concat_h(O_h) for heads 1..H, [query][H*d_v], then one sgemm with W_O (input-major).
+      float* cat = head_out + nq * (dm + hv);
+      const float* o1 = head_out + nq * dm;  // block of head 1; head h's block follows, nq x d_v each
+      for (std::size_t q = 0; q < nq; ++q)
+        for (std::size_t h = 0; h < H; ++h)
+          std::memcpy(cat + q * hv + h * d_v_, o1 + (h * nq + q) * d_v_, d_v_ * sizeof(float));
+      float* y = out.output + out.output_offset[r];
+      if (has_out_bias_)
+        for (std::size_t q = 0; q < nq; ++q) std::memcpy(y + q * dm, b_o_.data(), dm * sizeof(float));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nq), static_cast<int>(dm),
+                  static_cast<int>(hv), 1.0f, cat, static_cast<int>(hv), w_o_t_.data(), static_cast<int>(dm),
+                  has_out_bias_ ? 1.0f : 0.0f, y, static_cast<int>(dm));
+    }
+    r0 = r1;
+  }
+}
+
+}  // namespace headsep

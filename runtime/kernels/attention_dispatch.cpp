@@ -1,0 +1,155 @@
+// Runs the fused attention kernel at a level: checks, working memory (the only allocations: in
+// this baseline-flags file, never in a per-arch object), the scalar reference or the SIMD
+// instantiation; and the fp32 peak microbenchmark the benchmarks report efficiency against.
+#include <chrono>
+#include <string>
+
+#include "attention_scalar.hpp"
+#include "attention_simd.hpp"
+#include "headsep/error.hpp"
+
+namespace headsep {
+namespace kernels {
+namespace {
+
+constexpr std::size_t up16(std::size_t x) noexcept { return (x + kAttnMaxLanes - 1) / kAttnMaxLanes * kAttnMaxLanes; }
+
+}  // namespace
+
+std::size_t attention_query_rows(const AttentionReport& in, std::size_t* first) noexcept {
+  *first = 0;
+  const std::size_t n = in.n;
+  if (n == 0) return 0;
+  if (in.config.query == QueryMode::all) return n;
+  std::int64_t q = in.config.query == QueryMode::first  ? 0
+                   : in.config.query == QueryMode::last ? std::int64_t(n) - 1
+                                                        : in.config.query_index;
+  if (q < 0) q += std::int64_t(n);
+  q = q < 0 ? 0 : (q >= std::int64_t(n) ? std::int64_t(n) - 1 : q);
+  *first = static_cast<std::size_t>(q);
+  return 1;
+}
+
+std::uint32_t attention_tile_rows(std::size_t n, std::uint32_t heads) noexcept {
+  const std::size_t row_bytes = (std::size_t(heads) + 1) * up16(n) * sizeof(float);
+  std::size_t t = kAttnTileBytes / (row_bytes ? row_bytes : 1) / 8 * 8;
+  t = t < 8 ? 8 : (t > 32 ? 32 : t);
+  return static_cast<std::uint32_t>(t);
+}
+
+// The segments attention_simd_impl.hpp carves, each sized for the widest vector (a narrower
+// level's segments are no larger) and rounded to 64 bytes, plus 64 bytes to align the start.
+std::size_t attention_work_floats(const AttentionReport& in, std::uint32_t tq) noexcept {
+  const std::size_t n = in.n, np = up16(n), H1 = std::size_t(in.heads) + 1;
+  std::size_t kt = 0, ot = 0, vpack = 0;
+  for (std::size_t h = 0; h < H1; ++h) {
+    kt += std::size_t(in.dk[h]) * np;
+    ot += std::size_t(tq) * up16(in.dv[h]);
+    if (in.v_col[h] + up16(in.dv[h]) > in.ld) vpack += up16(n * up16(in.dv[h]));
+  }
+  return up16(kt) + up16(std::size_t(in.axes) * np) + up16(H1 * tq * np) + up16(H1 * tq) + up16(ot) + vpack +
+         kAttnMaxLanes;
+}
+
+std::size_t attention_work_doubles(const AttentionReport& in) noexcept { return 2 * (std::size_t(in.heads) + 1); }
+
+}  // namespace kernels
+
+void attention_report(const AttentionReport& in, const AttentionReportOut& out, SimdLevel level,
+                      AttentionScratch& scratch) {
+  kernels::require_supported(level);
+  for (std::uint32_t h = 2; h <= in.heads; ++h)
+    if (in.dv[h] != in.dv[1])
+      throw Error("attention: head " + std::to_string(h) + " has d_v = " + std::to_string(in.dv[h]) + ", head 1 has " +
+                  std::to_string(in.dv[1]) + " (the pairwise output and subspace metrics need equal d_v)");
+  for (std::uint32_t h = 0; h <= in.heads; ++h)
+    if (in.dk[h] == 0) throw Error("attention: head " + std::to_string(h) + " has d_k = 0");
+  if (level == SimdLevel::scalar) {
+    kernels::attention_scalar(in, out, scratch.tile, scratch.sums);
+    return;
+  }
+#if HEADSEP_KERNELS_X86
+  std::size_t q_first = 0;
+  const std::size_t nq = kernels::attention_query_rows(in, &q_first);
+  kernels::AttentionWork w;
+  w.tq = nq > 1 ? kernels::attention_tile_rows(in.n, in.heads) : 1;
+  const std::size_t floats = kernels::attention_work_floats(in, w.tq);
+  if (scratch.tile.size() < floats) scratch.tile.resize(floats);
+  const std::size_t doubles = kernels::attention_work_doubles(in);
+  if (scratch.sums.size() < doubles) scratch.sums.resize(doubles);
+  const auto addr = reinterpret_cast<std::uintptr_t>(scratch.tile.data());
+  w.f = scratch.tile.data() + ((64 - addr % 64) % 64) / sizeof(float);
+  w.d = scratch.sums.data();
+  switch (level) {
+    case SimdLevel::scalar: break;
+    case SimdLevel::sse2: kernels::attention_kernel<xsimd::sse2>{}(in, out, w); break;
+    case SimdLevel::avx2: kernels::attention_kernel<kernels::fma3_avx2>{}(in, out, w); break;
+    case SimdLevel::avx512: kernels::attention_kernel<xsimd::avx512bw>{}(in, out, w); break;
+  }
+#endif
+}
+
+namespace {
+
+/// Seconds for `rounds` rounds of the best level's FMA chains, and the flops they did.
+struct Timed {
+  double seconds = 0, flops = 0;
+};
+
+template <class Kernel>
+Timed time_chains(std::size_t rounds) {
+  static volatile float sink = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  sink = sink + Kernel{}.fma_chains(rounds, 1.0f);
+  const auto t1 = std::chrono::steady_clock::now();
+  return {std::chrono::duration<double>(t1 - t0).count(), double(rounds) * double(Kernel::fma_chain_flops())};
+}
+
+/// Plain C++ chains (no SIMD level): 8 independent multiply-adds.
+struct ScalarChains {
+  float fma_chains(std::size_t rounds, float x) const {
+    float a[8];
+    for (int i = 0; i < 8; ++i) a[i] = x + float(i) * 1e-3f;
+    for (std::size_t r = 0; r < rounds; ++r)
+      for (int i = 0; i < 8; ++i) a[i] = a[i] * 0.9999999f + 1e-7f;
+    float s = 0;
+    for (int i = 0; i < 8; ++i) s += a[i];
+    return s;
+  }
+  static std::size_t fma_chain_flops() noexcept { return 16; }
+};
+
+template <class Kernel>
+double peak_of() {
+  // Calibrate to ~10 ms per run, then the best of 4 runs (the best, not the mean: another
+  // process can only slow a run down).
+  std::size_t rounds = std::size_t(1) << 14;
+  Timed t = time_chains<Kernel>(rounds);
+  while (t.seconds < 2e-3 && rounds < (std::size_t(1) << 40)) t = time_chains<Kernel>(rounds *= 2);
+  rounds = static_cast<std::size_t>(double(rounds) * 0.01 / (t.seconds > 0 ? t.seconds : 1e-3)) + 1;
+  double best = 0;
+  for (int i = 0; i < 4; ++i) {
+    t = time_chains<Kernel>(rounds);
+    if (t.seconds > 0 && t.flops / t.seconds > best) best = t.flops / t.seconds;
+  }
+  return best * 1e-9;
+}
+
+}  // namespace
+
+double measure_fp32_peak_gflops() {
+  static const double peak = [] {
+#if HEADSEP_KERNELS_X86
+    switch (supported_levels().back()) {
+      case SimdLevel::scalar: break;
+      case SimdLevel::sse2: return peak_of<kernels::attention_kernel<xsimd::sse2>>();
+      case SimdLevel::avx2: return peak_of<kernels::attention_kernel<kernels::fma3_avx2>>();
+      case SimdLevel::avx512: return peak_of<kernels::attention_kernel<xsimd::avx512bw>>();
+    }
+#endif
+    return peak_of<ScalarChains>();
+  }();
+  return peak;
+}
+
+}  // namespace headsep

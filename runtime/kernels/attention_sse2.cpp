@@ -1,0 +1,6 @@
+// attention_kernel for SSE2 (the x86-64 baseline: no extra flags).
+#include "attention_simd_impl.hpp"
+
+namespace headsep::kernels {
+template struct attention_kernel<xsimd::sse2>;
+}
