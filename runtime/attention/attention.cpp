@@ -152,10 +152,8 @@ AttentionPlan::AttentionPlan(const AttentionWeights& w, AttentionConfig config)
   const std::size_t dm = d_model_, H = heads_, dk = d_k_, dv = d_v_;
   const std::size_t qw = dm + H * dk;  // width of the Q part (= the K part)
   width_ = 2 * qw + dm + H * dv;
-  // Row stride: whole 64-byte rows for wide matrices, and room for the last head's V to be read
-  // one full vector at a time in place (see attention_simd_impl.hpp).
-  ld_ = width_ + (kernels::kAttnMaxLanes - dv % kernels::kAttnMaxLanes) % kernels::kAttnMaxLanes;
-  if (width_ >= 64) ld_ = (ld_ + 15) / 16 * 16;
+  // Row stride: whole 64-byte rows for wide matrices (aligned sgemm stores).
+  ld_ = width_ >= 64 ? (width_ + 15) / 16 * 16 : width_;
 
   cols_.assign(5 * (H + 1), 0);
   for (std::size_t h = 0; h <= H; ++h) {

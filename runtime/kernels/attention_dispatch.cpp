@@ -45,9 +45,9 @@ std::size_t attention_work_floats(const AttentionReport& in, std::uint32_t tq) n
   for (std::size_t h = 0; h < H1; ++h) {
     kt += std::size_t(in.dk[h]) * np;
     ot += std::size_t(tq) * up16(in.dv[h]);
-    if (in.v_col[h] + up16(in.dv[h]) > in.ld) vpack += up16(n * up16(in.dv[h]));
+    vpack += up16(n * up16(in.dv[h]));
   }
-  return up16(kt) + up16(std::size_t(in.axes) * np) + up16(H1 * tq * np) + up16(H1 * tq) + up16(ot) + vpack +
+  return up16(kt) + up16(std::size_t(in.axes) * np) + up16(H1 * tq * np) + 2 * up16(H1 * tq) + up16(ot) + vpack +
          kAttnMaxLanes;
 }
 

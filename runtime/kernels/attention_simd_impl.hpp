@@ -12,21 +12,27 @@
 // - Scores and A·V are register-blocked micro-kernels (MR queries x NV vectors of keys, resp.
 //   MR queries x DV vectors of value dims), the shape of a GEMM micro-kernel: one broadcast of a
 //   query element (resp. a probability) feeds NV (DV) FMAs. K is transposed once per report into
-//   [d][n rounded up to W] so a key block is one aligned load; V is read in place (rows of the
-//   projection matrix) when the vector past d_v stays inside the row, else copied zero-padded.
-//   Lanes past d_v carry other columns' values and are zeroed before anything reads them.
+//   [d][n rounded up to W] so a key block is one aligned load; V is copied once per report into
+//   contiguous rows of d_v rounded up to W, zero-padded: read in place, each key's row was on
+//   another page (rows of the projection matrix are kilobytes apart) and A·V waited on the loads.
+//   Zero padding (keys past n, lanes past d_v) makes every loop whole vectors, results unchanged.
 // - Softmax: exp(scale·(s - max)) with max subtracted (the max element gets exactly e^0 = 1, so the
 //   confidence max_k a is 1/Z), masked and padding lanes at -inf -> y clamped to -88 -> exactly 0.
 //   The entropy needs no per-element log: with y_k = scale·(s_k - max) and a_k = e^{y_k}/Z,
-//   -Σ a log a = log Z - Σ e^{y} y / Z, accumulated in the exp pass. Only the JS divergences need
-//   logs (H(M), one per key per pair), so log is a vectorised Cephes polynomial (exponent split
-//   by integer ops, no division), exp the Cephes one with a 2^n exponent add. Both ~2 ulp.
+//   -Σ a log a = log Z - Σ e^{y} y / Z, accumulated in the exp pass (with the context sums).
+//   Only the JS divergences need logs (H(M), one per key per pair of heads: 28 pairs x n² for 8
+//   heads, the largest cost after the two matrix products), so log is a table + short series
+//   (see log_pos), exp the Cephes polynomial with a 2^n exponent add (~2 ulp).
+// - xsimd 8.1 has no AVX-512 fma (it falls back to an unfused mul + add), hence fmadd().
 // - f32 throughout one row (FMA, tree-shaped horizontal sums), f64 across queries: results agree
 //   with the scalar reference (attention_scalar.hpp) within the tolerance in tests/kernels.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
+
+#include <immintrin.h>  // AVX-512/AVX2 intrinsics in if-constexpr branches (declared for every target)
 
 #include "attention_simd.hpp"
 
@@ -48,50 +54,99 @@ struct AK {
   static std::size_t seg(std::size_t x) noexcept { return (x + kAttnMaxLanes - 1) / kAttnMaxLanes * kAttnMaxLanes; }
   static std::size_t lo(std::size_t x, std::size_t y) noexcept { return x < y ? x : y; }
 
+  /// x·y + z, fused where the level has FMA. xsimd 8.1 has no AVX-512 fma (its generic x*y + z
+  /// stays two instructions under -ffp-contract=off), so AVX-512 calls the intrinsic.
+  static B fmadd(B x, B y, B z) noexcept {
+    if constexpr (std::is_base_of_v<xsimd::avx512f, A>) return B(_mm512_fmadd_ps(x, y, z));
+    else return xsimd::fma(x, y, z);
+  }
+
   // ---- elementary functions --------------------------------------------------------------
 
   /// e^y for y <= 0 (Cephes expf polynomial, 2^n by an exponent add); 0 for y < -87.3, where
   /// e^y is below the smallest normal float (the reference gives a subnormal there: |diff| < 1e-38).
   static B exp_neg(B y) noexcept {
     const B magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer in the low bits
-    const B t = xsimd::fma(y, B(1.44269504088896341f), magic);
+    const B t = fmadd(y, B(1.44269504088896341f), magic);
     const B n = t - magic;
-    B r = xsimd::fma(n, B(-0.693359375f), y);
-    r = xsimd::fma(n, B(2.12194440e-4f), r);
+    B r = fmadd(n, B(-0.693359375f), y);
+    r = fmadd(n, B(2.12194440e-4f), r);
     B p(1.9875691500e-4f);
-    p = xsimd::fma(p, r, B(1.3981999507e-3f));
-    p = xsimd::fma(p, r, B(8.3334519073e-3f));
-    p = xsimd::fma(p, r, B(4.1665795894e-2f));
-    p = xsimd::fma(p, r, B(1.6666665459e-1f));
-    p = xsimd::fma(p, r, B(5.0000001201e-1f));
-    p = xsimd::fma(p, r * r, r) + B(1.0f);
+    p = fmadd(p, r, B(1.3981999507e-3f));
+    p = fmadd(p, r, B(8.3334519073e-3f));
+    p = fmadd(p, r, B(4.1665795894e-2f));
+    p = fmadd(p, r, B(1.6666665459e-1f));
+    p = fmadd(p, r, B(5.0000001201e-1f));
+    p = fmadd(p, r * r, r) + B(1.0f);
     // t's low bits hold n (two's complement): shifted into the exponent field, the high bits drop out.
     const I scaled = xsimd::bitwise_cast<I>(p) + (xsimd::bitwise_cast<I>(t) << 23);
     return xsimd::select(y < B(-87.3f), B(0.0f), xsimd::bitwise_cast<B>(scaled));
   }
 
-  /// log x for normal x > 0 (Cephes logf): x = 2^e m, m in [sqrt(1/2), sqrt(2)), log(1 + f) by
-  /// a degree-9 polynomial. The split is integer arithmetic on the bits, no compare or division.
+  /// log x for normal x > 0 (x >= FLT_MIN), absolute error ~1e-7. x = 2^e m, m in [1, 2); the top
+  /// mantissa bits pick c_i from a table (an in-register permute: 16 entries on AVX-512, 8 on
+  /// AVX2) with 1/c_i exact in 9 bits, so r = m/c_i - 1 is one FMA and |r| <= 1/32 (1/17): log m =
+  /// log c_i + log1p(r), log1p by its Taylor series to r^4 (r^5), truncation < 1e-8. About 13
+  /// vector ops on AVX-512 (getexp/getmant split the float), 16 on AVX2; SSE2 has no variable
+  /// permute and keeps the Cephes polynomial (~20 ops). The JS divergences spend most of their
+  /// time here (one log per key per pair of heads).
   static B log_pos(B x) noexcept {
-    const I bits = xsimd::bitwise_cast<I>(x);
-    const I e = (bits - I(0x3f3504f3)) >> 23;  // floor(log2(x / sqrt(1/2)))
-    const B m = xsimd::bitwise_cast<B>(bits - (e << 23));
-    const B f = m - B(1.0f);
-    const B ef = xsimd::to_float(e);
-    const B z = f * f;
-    B p(7.0376836292e-2f);
-    p = xsimd::fma(p, f, B(-1.1514610310e-1f));
-    p = xsimd::fma(p, f, B(1.1676998740e-1f));
-    p = xsimd::fma(p, f, B(-1.2420140846e-1f));
-    p = xsimd::fma(p, f, B(1.4249322787e-1f));
-    p = xsimd::fma(p, f, B(-1.6668057665e-1f));
-    p = xsimd::fma(p, f, B(2.0000714765e-1f));
-    p = xsimd::fma(p, f, B(-2.4999993993e-1f));
-    p = xsimd::fma(p, f, B(3.3333331174e-1f));
-    B y = p * (f * z);
-    y = xsimd::fma(ef, B(-2.12194440e-4f), y);
-    y = xsimd::fma(z, B(-0.5f), y);
-    return xsimd::fma(ef, B(0.693359375f), f + y);
+    const B ln2_hi(0.693147182f), ln2_lo(-1.90465432e-9f);
+    if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+      alignas(64) static constexpr float inv_c[16] = {
+          0.96875f,   0.9140625f,  0.865234375f, 0.8203125f,   0.78125f,    0.744140625f, 0.7109375f,  0.681640625f,
+          0.65234375f, 0.626953125f, 0.603515625f, 0.58203125f, 0.560546875f, 0.54296875f,  0.525390625f, 0.5078125f};
+      alignas(64) static constexpr float log_c[16] = {
+          0.0317486972f, 0.0898563266f, 0.144754857f, 0.198069915f, 0.246860072f, 0.295525253f, 0.341170758f, 0.38325271f,
+          0.427183628f,  0.46688351f,   0.504983366f, 0.541231155f, 0.578842402f, 0.610703528f, 0.643613219f, 0.677643001f};
+      const __m512 xv = x;
+      const __m512i idx = _mm512_srli_epi32(_mm512_castps_si512(xv), 19);  // mantissa bits 22..19
+      const B m(_mm512_getmant_ps(xv, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_src));
+      const B e(_mm512_getexp_ps(xv));
+      const B r = fmadd(m, B(_mm512_permutexvar_ps(idx, _mm512_load_ps(inv_c))), B(-1.0f));
+      const B lc(_mm512_permutexvar_ps(idx, _mm512_load_ps(log_c)));
+      B p = fmadd(r, B(-0.25f), B(0.333333343f));
+      p = fmadd(p, r, B(-0.5f));
+      p = fmadd(p, r * r, r);
+      return fmadd(e, ln2_hi, fmadd(e, ln2_lo, lc + p));
+    } else if constexpr (std::is_base_of_v<xsimd::avx2, A>) {
+      alignas(32) static constexpr float inv_c[8] = {0.94140625f, 0.841796875f, 0.76171875f, 0.6953125f,
+                                                     0.640625f,   0.591796875f, 0.55078125f, 0.515625f};
+      alignas(32) static constexpr float log_c[8] = {0.060380511f, 0.172216535f, 0.272177875f, 0.363393903f,
+                                                     0.44531101f,  0.524591804f, 0.596417546f, 0.66237551f};
+      const __m256i bits = _mm256_castps_si256(x);
+      const __m256i idx = _mm256_srli_epi32(bits, 20);  // mantissa bits 22..20
+      const B e(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(127))));
+      const B m(_mm256_castsi256_ps(
+          _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007FFFFF)), _mm256_set1_epi32(0x3F800000))));
+      const B r = fmadd(m, B(_mm256_permutevar8x32_ps(_mm256_load_ps(inv_c), idx)), B(-1.0f));
+      const B lc(_mm256_permutevar8x32_ps(_mm256_load_ps(log_c), idx));
+      B p = fmadd(r, B(0.2f), B(-0.25f));
+      p = fmadd(p, r, B(0.333333343f));
+      p = fmadd(p, r, B(-0.5f));
+      p = fmadd(p, r * r, r);
+      return fmadd(e, ln2_hi, fmadd(e, ln2_lo, lc + p));
+    } else {
+      // Cephes logf: m in [sqrt(1/2), sqrt(2)) split by integer arithmetic, degree-9 polynomial.
+      const I bits = xsimd::bitwise_cast<I>(x);
+      const I e = (bits - I(0x3f3504f3)) >> 23;  // floor(log2(x / sqrt(1/2)))
+      const B f = xsimd::bitwise_cast<B>(bits - (e << 23)) - B(1.0f);
+      const B ef = xsimd::to_float(e);
+      const B z = f * f;
+      B p(7.0376836292e-2f);
+      p = fmadd(p, f, B(-1.1514610310e-1f));
+      p = fmadd(p, f, B(1.1676998740e-1f));
+      p = fmadd(p, f, B(-1.2420140846e-1f));
+      p = fmadd(p, f, B(1.4249322787e-1f));
+      p = fmadd(p, f, B(-1.6668057665e-1f));
+      p = fmadd(p, f, B(2.0000714765e-1f));
+      p = fmadd(p, f, B(-2.4999993993e-1f));
+      p = fmadd(p, f, B(3.3333331174e-1f));
+      B y = p * (f * z);
+      y = fmadd(ef, B(-2.12194440e-4f), y);
+      y = fmadd(z, B(-0.5f), y);
+      return fmadd(ef, B(0.693359375f), f + y);
+    }
   }
 
   static float hmax(B v) noexcept {
@@ -100,13 +155,6 @@ struct AK {
     float m = t[0];
     for (std::size_t i = 1; i < W; ++i) m = t[i] > m ? t[i] : m;
     return m;
-  }
-
-  /// Lanes [0, k) true, k <= W.
-  static xsimd::batch_bool<float, A> first_lanes(std::size_t k) noexcept {
-    alignas(64) float idx[W];
-    for (std::size_t i = 0; i < W; ++i) idx[i] = float(i);
-    return B::load_aligned(idx) < B(float(k));
   }
 
   // ---- micro-kernels ---------------------------------------------------------------------
@@ -124,7 +172,7 @@ struct AK {
       for (std::size_t v = 0; v < V; ++v) b[v] = B::load_aligned(kp + v * W);
       for (std::size_t r = 0; r < R; ++r) {
         const B a(q[r * ldq + d]);
-        for (std::size_t v = 0; v < V; ++v) acc[r][v] = xsimd::fma(a, b[v], acc[r][v]);
+        for (std::size_t v = 0; v < V; ++v) acc[r][v] = fmadd(a, b[v], acc[r][v]);
       }
     }
     for (std::size_t r = 0; r < R; ++r)
@@ -158,10 +206,10 @@ struct AK {
     const float* vp = v + d0;
     for (std::size_t k = 0; k < klen; ++k, vp += ldv) {
       B b[V];
-      for (std::size_t j = 0; j < V; ++j) b[j] = B::load_unaligned(vp + j * W);
+      for (std::size_t j = 0; j < V; ++j) b[j] = B::load_aligned(vp + j * W);
       for (std::size_t r = 0; r < R; ++r) {
         const B x(a[r * np + k]);
-        for (std::size_t j = 0; j < V; ++j) acc[r][j] = xsimd::fma(x, b[j], acc[r][j]);
+        for (std::size_t j = 0; j < V; ++j) acc[r][j] = fmadd(x, b[j], acc[r][j]);
       }
     }
     for (std::size_t r = 0; r < R; ++r)
@@ -189,24 +237,52 @@ struct AK {
     B s0(0.0f), s1(0.0f);
     std::size_t k = 0;
     for (; k + 2 * W <= len; k += 2 * W) {
-      s0 = xsimd::fma(B::load_aligned(x + k), B::load_aligned(y + k), s0);
-      s1 = xsimd::fma(B::load_aligned(x + k + W), B::load_aligned(y + k + W), s1);
+      s0 = fmadd(B::load_aligned(x + k), B::load_aligned(y + k), s0);
+      s1 = fmadd(B::load_aligned(x + k + W), B::load_aligned(y + k + W), s1);
     }
-    for (; k < len; k += W) s0 = xsimd::fma(B::load_aligned(x + k), B::load_aligned(y + k), s0);
+    for (; k < len; k += W) s0 = fmadd(B::load_aligned(x + k), B::load_aligned(y + k), s0);
     return xsimd::hadd(s0 + s1);
   }
 
-  /// Σ_d x[d] y[d] over d < n of unpadded rows (lanes past n masked out).
-  static float dot_masked(const float* x, const float* y, std::size_t n) noexcept {
-    B s(0.0f);
-    std::size_t d = 0;
-    for (; d + W <= n; d += W) s = xsimd::fma(B::load_unaligned(x + d), B::load_unaligned(y + d), s);
-    if (d < n) {
-      const auto m = first_lanes(n - d);  // lanes past n: other columns, whatever they hold
-      s = xsimd::fma(xsimd::select(m, B::load_unaligned(x + d), B(0.0f)),
-                     xsimd::select(m, B::load_unaligned(y + d), B(0.0f)), s);
+  /// Softmax of one score row in place: s[0, lv) (entries [len, lv) hold -inf) becomes the
+  /// probabilities. Returns 1/Z, the entropy log Z - Σ e^y y / Z and Σ a; adds Σ_k a_k x_c[k] to
+  /// ctx[c·S] for the CC axes (CC = C when C <= 4: the axis sums ride along the exp pass in
+  /// registers, scaled by 1/Z at the end; kAnyC: one dot product per axis after normalising).
+  static constexpr std::size_t kAnyC = 5;
+  template <std::size_t CC>
+  static void softmax_row(float* s, std::size_t lv, float scale, const float* ax, std::size_t np, std::size_t C,
+                          double* ctx, std::size_t S, float& inv_z, float& entropy, float& sum) noexcept {
+    B mx(-std::numeric_limits<float>::infinity());
+    for (std::size_t k = 0; k < lv; k += W) mx = xsimd::max(mx, B::load_aligned(s + k));
+    const B mb(hmax(mx)), sc(scale), ymin(-88.0f);
+    B z(0.0f), ty(0.0f);
+    B cx[CC < kAnyC && CC > 0 ? CC : 1];
+    for (std::size_t c = 0; c < (CC < kAnyC ? CC : 0); ++c) cx[c] = B(0.0f);
+    for (std::size_t k = 0; k < lv; k += W) {
+      const B y = xsimd::max((B::load_aligned(s + k) - mb) * sc, ymin);
+      const B e = exp_neg(y);
+      e.store_aligned(s + k);
+      z += e;
+      ty = fmadd(e, y, ty);
+      if constexpr (CC < kAnyC)
+        for (std::size_t c = 0; c < CC; ++c) cx[c] = fmadd(e, B::load_aligned(ax + c * np + k), cx[c]);
     }
-    return xsimd::hadd(s);
+    const float zs = xsimd::hadd(z), inv = 1.0f / zs;
+    inv_z = inv;
+    entropy = __builtin_logf(zs) - xsimd::hadd(ty) * inv;
+    const B ib(inv);
+    B sv(0.0f);
+    for (std::size_t k = 0; k < lv; k += W) {
+      const B a = B::load_aligned(s + k) * ib;
+      a.store_aligned(s + k);
+      sv += a;
+    }
+    sum = xsimd::hadd(sv);
+    if constexpr (CC < kAnyC) {
+      for (std::size_t c = 0; c < CC; ++c) ctx[c * S] += xsimd::hadd(cx[c]) * inv;
+    } else {
+      for (std::size_t c = 0; c < C; ++c) ctx[c * S] += dot(s, ax + c * np, lv);
+    }
   }
 
   // ---- the report -------------------------------------------------------------------------
@@ -240,58 +316,59 @@ struct AK {
     f += seg(H1 * tq * np);
     float* ent = f;  // [h][tq]: the tile rows' entropies
     f += seg(H1 * tq);
+    float* asum = f;  // [h][tq]: the tile rows' Σ_k a (1 up to rounding)
+    f += seg(H1 * tq);
     float* ot = f;  // [h][tq][dvp_h]: O_h rows of the tile, lanes past dv zeroed
     std::size_t ot_floats = 0;
     for (std::size_t h = 0; h < H1; ++h) ot_floats += tq * up(in.dv[h]);
     f += seg(ot_floats);
-    float* vpack = f;  // V_h copied zero-padded, for heads whose padded row would leave the row
+    float* vp = f;  // [h][n][dvp_h]: V_h copied contiguous, lanes past dv zeroed
     double* onorm = w.d;        // [h]: Σ_q ‖O_h[q]‖²
     double* vnorm = w.d + H1;   // [h]: Σ_t ‖V_h[t]‖²
     for (std::size_t h = 0; h < H1; ++h) onorm[h] = vnorm[h] = 0.0;
 
-    // ---- per report: K transposed, V (padded where needed), axes ----
+    // ---- per report: K transposed, V packed, axes padded ----
     {
+      // K_h^T in blocks of W keys: W rows read along d, one W-float line written per d (a
+      // plain k-then-d loop writes one float per line and was 8% of the kernel).
       float* dst = kt;
       for (std::size_t h = 0; h < H1; ++h) {
         const std::size_t dk = in.dk[h];
         const float* src = in.qkv + in.k_col[h];
-        for (std::size_t k = 0; k < n; ++k, src += ld)
-          for (std::size_t d = 0; d < dk; ++d) dst[d * np + k] = src[d];
-        for (std::size_t d = 0; d < dk; ++d)
-          for (std::size_t k = n; k < np; ++k) dst[d * np + k] = 0.0f;
+        for (std::size_t k0 = 0; k0 < np; k0 += W) {
+          const std::size_t kn = lo(W, n - lo(n, k0));
+          for (std::size_t d = 0; d < dk; ++d) {
+            alignas(64) float line[W];
+            for (std::size_t i = 0; i < W; ++i) line[i] = i < kn ? src[(k0 + i) * ld + d] : 0.0f;
+            B::load_aligned(line).store_aligned(dst + d * np + k0);
+          }
+        }
         dst += dk * np;
       }
       for (std::size_t c = 0; c < C; ++c) {
         for (std::size_t k = 0; k < n; ++k) ax[c * np + k] = in.axis[c][k];
         for (std::size_t k = n; k < np; ++k) ax[c * np + k] = 0.0f;
       }
-    }
-    // V_h rows: in place when the last vector of a row stays inside the row, else packed.
-    auto packed = [&](std::size_t h) -> float* {  // nullptr: read in place
-      if (in.v_col[h] + up(in.dv[h]) <= ld) return nullptr;
-      float* p = vpack;
-      for (std::size_t g = 0; g < h; ++g)
-        if (in.v_col[g] + up(in.dv[g]) > ld) p += seg(n * up(in.dv[g]));
-      return p;
-    };
-    auto v_rows = [&](std::size_t h, std::size_t& ldv) -> const float* {
-      if (const float* p = packed(h)) {
-        ldv = up(in.dv[h]);
-        return p;
-      }
-      ldv = ld;
-      return in.qkv + in.v_col[h];
-    };
-    for (std::size_t h = 0; h < H1; ++h) {
-      float* p = packed(h);
-      if (!p) continue;
-      const std::size_t dv = in.dv[h], ldv = up(dv);
-      for (std::size_t k = 0; k < n; ++k) {
-        const float* src = in.qkv + k * ld + in.v_col[h];
-        for (std::size_t d = 0; d < dv; ++d) p[k * ldv + d] = src[d];
-        for (std::size_t d = dv; d < ldv; ++d) p[k * ldv + d] = 0.0f;
+      // V_h rows contiguous: A·V then streams them in order instead of one page per key.
+      float* v = vp;
+      for (std::size_t h = 0; h < H1; ++h) {
+        const std::size_t dv = in.dv[h], dvp = up(dv);
+        for (std::size_t k = 0; k < n; ++k) {
+          const float* row = in.qkv + k * ld + in.v_col[h];
+          float* o = v + k * dvp;
+          std::size_t d = 0;
+          for (; d + W <= dv; d += W) B::load_unaligned(row + d).store_aligned(o + d);
+          for (; d < dv; ++d) o[d] = row[d];
+          for (; d < dvp; ++d) o[d] = 0.0f;
+        }
+        v += seg(n * dvp);
       }
     }
+    auto v_rows = [&](std::size_t h) -> const float* {
+      const float* v = vp;
+      for (std::size_t g = 0; g < h; ++g) v += seg(n * up(in.dv[g]));
+      return v;
+    };
 
     // ---- query tiles ----
     const float neg_inf = -std::numeric_limits<float>::infinity();
@@ -304,8 +381,7 @@ struct AK {
         const std::size_t dk = in.dk[h], dv = in.dv[h], dvp = up(dv);
         float* a = at + h * tq * np;
         const float scale = 1.0f / __builtin_sqrtf(float(dk));
-        std::size_t ldv = 0;
-        const float* v = v_rows(h, ldv);
+        const float* v = v_rows(h);
         for (std::size_t rb = 0; rb < rows; rb += MR) {
           const std::size_t R = lo(MR, rows - rb);
           // Keys this block needs: all, or up to its last query (causal).
@@ -317,30 +393,25 @@ struct AK {
             const std::size_t len = causal ? q + 1 : n, lv = up(len);
             float* s = a + r * np;
             for (std::size_t k = len; k < lv; ++k) s[k] = neg_inf;
-            B mx(neg_inf);
-            for (std::size_t k = 0; k < lv; k += W) mx = xsimd::max(mx, B::load_aligned(s + k));
-            const B mb(hmax(mx)), sc(scale), ymin(-88.0f);
-            B z(0.0f), ty(0.0f);
-            for (std::size_t k = 0; k < lv; k += W) {
-              const B y = xsimd::max((B::load_aligned(s + k) - mb) * sc, ymin);
-              const B e = exp_neg(y);
-              e.store_aligned(s + k);
-              z += e;
-              ty = xsimd::fma(e, y, ty);
+            float inv = 0, entropy = 0, sum = 0;
+            double* ctx = out.context + h * C * S;
+            switch (C) {
+              case 0: softmax_row<0>(s, lv, scale, ax, np, C, ctx, S, inv, entropy, sum); break;
+              case 1: softmax_row<1>(s, lv, scale, ax, np, C, ctx, S, inv, entropy, sum); break;
+              case 2: softmax_row<2>(s, lv, scale, ax, np, C, ctx, S, inv, entropy, sum); break;
+              case 3: softmax_row<3>(s, lv, scale, ax, np, C, ctx, S, inv, entropy, sum); break;
+              case 4: softmax_row<4>(s, lv, scale, ax, np, C, ctx, S, inv, entropy, sum); break;
+              default: softmax_row<kAnyC>(s, lv, scale, ax, np, C, ctx, S, inv, entropy, sum); break;
             }
-            const float zs = xsimd::hadd(z), inv = 1.0f / zs;
-            const float entropy = __builtin_logf(zs) - xsimd::hadd(ty) * inv;
-            const B ib(inv);
-            for (std::size_t k = 0; k < lv; k += W) (B::load_aligned(s + k) * ib).store_aligned(s + k);
             for (std::size_t k = lv; k < kend; ++k) s[k] = 0.0f;  // A·V of the block reads up to klen
             ent[h * tq + r] = entropy;
+            asum[h * tq + r] = sum;
             double* hs = out.head_stats + h * kHeadStats * S;
             hs[kEntropy * S] += entropy;
             hs[kConfidence * S] += inv;  // the max element is e^0 = 1
             hs[kSelfWeight * S] += s[q];
             hs[kPrevWeight * S] += q ? s[q - 1] : 0.0f;
             hs[kFirstWeight * S] += s[0];
-            for (std::size_t c = 0; c < C; ++c) out.context[(h * C + c) * S] += dot(s, ax + c * np, lv);
             if (out.maps) {
               float* m = out.maps + (h * nq + t0 + r) * n;
               for (std::size_t k = 0; k < len; ++k) m[k] = s[k];
@@ -348,12 +419,8 @@ struct AK {
             }
           }
           float* o = op + rb * dvp;
-          av(R, a + rb * np, np, v, ldv, klen, o, dvp);
-          for (std::size_t r = 0; r < R; ++r) {
-            float* orow = o + r * dvp;
-            for (std::size_t d = dv; d < dvp; ++d) orow[d] = 0.0f;
-            onorm[h] += dot(orow, orow, dvp);
-          }
+          av(R, a + rb * np, np, v, dvp, klen, o, dvp);
+          for (std::size_t r = 0; r < R; ++r) onorm[h] += dot(o + r * dvp, o + r * dvp, dvp);
         }
         if (out.head_out) {
           float* dst = out.head_out;
@@ -368,7 +435,7 @@ struct AK {
       if (P) {
         const std::size_t dvp = up(in.dv[1]);
         const float* o1 = ot + tq * up(in.dv[0]);  // O_1; heads 1..H have equal d_v
-        const B half(0.5f), tiny(std::numeric_limits<float>::min());
+        const B tiny(std::numeric_limits<float>::min());
         for (std::size_t r = 0; r < rows; ++r) {
           const std::size_t q = qb + r;
           const std::size_t lv = up(causal ? q + 1 : n);
@@ -377,23 +444,25 @@ struct AK {
             for (std::size_t j = i + 1; j < H1; ++j, ++p) {
               const float* ai = at + (i * tq + r) * np;
               const float* aj = at + (j * tq + r) * np;
+              // H(M) = -Σ m log m, m = s/2, s = p + q: = (ln2 Σ s - Σ s log s) / 2, Σ s = Σp + Σq.
               B js(0.0f), ov(0.0f);
               for (std::size_t k = 0; k < lv; k += W) {
                 const B x = B::load_aligned(ai + k), y = B::load_aligned(aj + k);
-                const B m = (x + y) * half;
-                js = xsimd::fma(m, log_pos(xsimd::max(m, tiny)), js);
-                ov = xsimd::fma(x, y, ov);
+                const B sk = x + y;
+                js = fmadd(sk, log_pos(xsimd::max(sk, tiny)), js);
+                ov = fmadd(x, y, ov);
               }
+              const float hm = 0.5f * (0.693147182f * (asum[i * tq + r] + asum[j * tq + r]) - xsimd::hadd(js));
               const float* oi = o1 + ((i - 1) * tq + r) * dvp;
               const float* oj = o1 + ((j - 1) * tq + r) * dvp;
               B od(0.0f), dd(0.0f);
               for (std::size_t d = 0; d < dvp; d += W) {
                 const B x = B::load_aligned(oi + d), y = B::load_aligned(oj + d);
-                od = xsimd::fma(x, y, od);
-                dd = xsimd::fma(x - y, x - y, dd);
+                od = fmadd(x, y, od);
+                dd = fmadd(x - y, x - y, dd);
               }
               double* ps = out.pair_stats + p * kPairStats * S;
-              ps[kJensenShannon * S] += -xsimd::hadd(js) - 0.5f * (ent[i * tq + r] + ent[j * tq + r]);
+              ps[kJensenShannon * S] += hm - 0.5f * (ent[i * tq + r] + ent[j * tq + r]);
               ps[kPositionOverlap * S] += xsimd::hadd(ov);
               ps[kOutputCosine * S] += xsimd::hadd(od);
               ps[kOutputDistance * S] += __builtin_sqrtf(xsimd::hadd(dd));
@@ -409,20 +478,18 @@ struct AK {
       for (std::size_t s = 0; s < kHeadStats; ++s) out.head_stats[(h * kHeadStats + s) * S] *= inv;
     }
     if (!P) return;
-    const std::size_t dv = in.dv[1];
+    const std::size_t dvp = up(in.dv[1]);
     for (std::size_t h = 1; h < H1; ++h) {
-      std::size_t ldv = 0;
-      const float* v = v_rows(h, ldv);
-      for (std::size_t t = 0; t < n; ++t) vnorm[h] += dot_masked(v + t * ldv, v + t * ldv, dv);
+      const float* v = v_rows(h);
+      for (std::size_t t = 0; t < n; ++t) vnorm[h] += dot(v + t * dvp, v + t * dvp, dvp);
     }
     std::size_t p = 0;
     for (std::size_t i = 1; i < H1; ++i)
       for (std::size_t j = i + 1; j < H1; ++j, ++p) {
-        std::size_t li = 0, lj = 0;
-        const float* vi = v_rows(i, li);
-        const float* vj = v_rows(j, lj);
+        const float* vi = v_rows(i);
+        const float* vj = v_rows(j);
         double vdot = 0.0;
-        for (std::size_t t = 0; t < n; ++t) vdot += dot_masked(vi + t * li, vj + t * lj, dv);
+        for (std::size_t t = 0; t < n; ++t) vdot += dot(vi + t * dvp, vj + t * dvp, dvp);
         double* ps = out.pair_stats + p * kPairStats * S;
         const double vden = __builtin_sqrt(vnorm[i] * vnorm[j]);
         const double oden = __builtin_sqrt(onorm[i] * onorm[j]);
@@ -442,7 +509,7 @@ struct AK {
     for (std::size_t i = 0; i < kChains; ++i) acc[i] = B(x + float(i) * 1e-3f);
     const B m(0.9999999f), c(1e-7f);
     for (std::size_t r = 0; r < rounds; ++r)
-      for (std::size_t i = 0; i < kChains; ++i) acc[i] = xsimd::fma(acc[i], m, c);
+      for (std::size_t i = 0; i < kChains; ++i) acc[i] = fmadd(acc[i], m, c);
     B s(0.0f);
     for (std::size_t i = 0; i < kChains; ++i) s += acc[i];
     return xsimd::hadd(s);
