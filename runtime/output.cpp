@@ -1,9 +1,13 @@
 #include "headsep/output.hpp"
 
+#include "headsep/attention.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +16,50 @@
 #include "text_util.hpp"
 
 namespace headsep {
+
+// ---- temporaries a signal must not leave behind --------------------------------------------
+// A fixed table of C strings the signal handler can read without locks or allocation: unlink()
+// and write() are async-signal-safe, std::remove and iostreams are not.
+namespace {
+constexpr std::size_t kMaxTemporaries = 256;
+std::atomic<char*> g_temporaries[kMaxTemporaries];
+
+std::size_t register_temporary(const std::string& path) {
+  char* copy = ::strdup(path.c_str());
+  for (std::size_t i = 0; copy && i < kMaxTemporaries; ++i) {
+    char* expected = nullptr;
+    if (g_temporaries[i].compare_exchange_strong(expected, copy)) return i;
+  }
+  std::free(copy);
+  return kMaxTemporaries;  // table full: still removed by the destructor, not by a signal
+}
+void forget_temporary(std::size_t slot) {
+  if (slot < kMaxTemporaries) std::free(g_temporaries[slot].exchange(nullptr));
+}
+
+void on_signal(int sig) {
+  int removed = 0;
+  for (auto& t : g_temporaries)
+    if (char* p = t.exchange(nullptr)) removed += ::unlink(p) == 0;
+  if (sig != SIGPIPE) {  // a closed stdout (| head) ends quietly
+    const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+    char line[128] = "headsep: interrupted by ";
+    std::size_t n = std::strlen(line);
+    for (const char* c = name; *c; ++c) line[n++] = *c;
+    const char* tail = removed ? "; removed unfinished output\n" : "\n";
+    for (const char* c = tail; *c; ++c) line[n++] = *c;
+    [[maybe_unused]] auto w = ::write(STDERR_FILENO, line, n);
+  }
+  ::_exit(128 + sig);
+}
+}  // namespace
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = &on_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(sig, &sa, nullptr);
+}
 
 OutputFile::OutputFile(const std::string& path) : path_(path) {
   if (path.empty() || path == "-") {
@@ -31,9 +79,11 @@ OutputFile::OutputFile(const std::string& path) : path_(path) {
   tmp_ = path + ".tmp-XXXXXX";
   int fd = ::mkstemp(tmp_.data());
   if (fd < 0) throw Error(path + ": cannot create output: " + std::strerror(errno));
+  slot_ = register_temporary(tmp_);
   file_ = ::fdopen(fd, "wb");
   if (!file_) {
     ::close(fd);
+    forget_temporary(slot_);
     std::remove(tmp_.c_str());
     throw Error(path + ": cannot open output: " + std::strerror(errno));
   }
@@ -44,6 +94,7 @@ OutputFile::~OutputFile() {
     std::fclose(file_);
     if (!committed_ && !direct_) std::remove(tmp_.c_str());
   }
+  forget_temporary(slot_);
 }
 
 void OutputFile::write(std::string_view bytes) {
@@ -73,6 +124,7 @@ void OutputFile::commit() {
     std::remove(tmp_.c_str());
     throw Error(path_ + ": cannot rename output into place: " + std::strerror(errno));
   }
+  forget_temporary(slot_);  // renamed: a later signal must not touch the name
   committed_ = true;
 }
 
@@ -224,6 +276,41 @@ struct Formatted : SinkPartial {
   std::string bytes;
 };
 
+std::string head_label(std::uint32_t h) { return h ? "head" + std::to_string(h) : std::string("single"); }
+
+/// "attention":{"heads":{"single":{"entropy":..},"head1":{..}},"pairs":{"head1_head2":{..}}}
+void append_json_attention(std::string& s, const MetricBlock& m, std::size_t r) {
+  s += ",\"attention\":{\"heads\":{";
+  for (std::uint32_t h = 0; h <= m.heads; ++h) {
+    if (h) s += ',';
+    append_json_string(s, head_label(h));
+    s += ":{";
+    for (std::uint32_t k = 0; k < m.head_stat_count; ++k) {
+      if (k) s += ',';
+      append_json_string(s, head_stat_name(k));
+      s += ':';
+      append_json_number(s, m.head_stat(h, k, r));
+    }
+    s += '}';
+  }
+  s += "},\"pairs\":{";
+  std::size_t p = 0;
+  for (std::uint32_t i = 1; i <= m.heads; ++i)
+    for (std::uint32_t j = i + 1; j <= m.heads; ++j, ++p) {
+      if (p) s += ',';
+      append_json_string(s, head_label(i) + "_" + head_label(j));
+      s += ":{";
+      for (std::uint32_t k = 0; k < m.pair_stat_count; ++k) {
+        if (k) s += ',';
+        append_json_string(s, pair_stat_name(k));
+        s += ':';
+        append_json_number(s, m.pair_stat(p, k, r));
+      }
+      s += '}';
+    }
+  s += "}}";
+}
+
 class RowWriter : public BufferedWriter {
  public:
   using BufferedWriter::BufferedWriter;
@@ -301,6 +388,7 @@ class JsonlWriter final : public RowWriter {
           }
           s += ']';
         }
+        if (m.attention()) append_json_attention(s, m, r);
         s += "}\n";
       }
     }
@@ -325,6 +413,14 @@ class CsvWriter final : public RowWriter {
     if (info_.heads > 2)
       for (std::uint32_t i = 1; i <= info_.heads; ++i)
         for (std::uint32_t j = i + 1; j <= info_.heads; ++j) s += ",separation_" + std::to_string(i) + "_" + std::to_string(j);
+    if (info_.attention) {
+      for (std::uint32_t h = 0; h <= info_.heads; ++h)
+        for (std::uint32_t k = 0; k < kHeadStats; ++k) s += "," + head_label(h) + "_" + std::string(head_stat_name(k));
+      for (std::uint32_t i = 1; i <= info_.heads; ++i)
+        for (std::uint32_t j = i + 1; j <= info_.heads; ++j)
+          for (std::uint32_t k = 0; k < kPairStats; ++k)
+            s += "," + head_label(i) + "_" + head_label(j) + "_" + std::string(pair_stat_name(k));
+    }
     s += "\r\n";
     out_.write(s);
   }
@@ -362,13 +458,90 @@ class CsvWriter final : public RowWriter {
             s += ',';
             append_json_number(s, m.pair(p, r));
           }
+        if (m.attention()) {
+          for (std::uint32_t h = 0; h <= N; ++h)
+            for (std::uint32_t k = 0; k < m.head_stat_count; ++k) {
+              s += ',';
+              append_json_number(s, m.head_stat(h, k, r));
+            }
+          for (std::size_t p = 0; p < pair_count(N); ++p)
+            for (std::uint32_t k = 0; k < m.pair_stat_count; ++k) {
+              s += ',';
+              append_json_number(s, m.pair_stat(p, k, r));
+            }
+        }
         s += "\r\n";
       }
     }
   }
 };
 
+/// --attention: one JSON line per kept (report, scenario) with its maps and multi-head output.
+class AttentionMapWriter final : public ResultSink {
+ public:
+  explicit AttentionMapWriter(OutputFile& out) : out_(out) {}
+  void prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& partial) const override {
+    auto f = std::make_unique<Formatted>();
+    format(res, f->bytes);
+    partial = std::move(f);
+  }
+  void consume(const BatchResult& res, SinkPartial* partial) override {
+    if (auto* f = dynamic_cast<Formatted*>(partial)) return out_.write(f->bytes);
+    std::string s;
+    format(res, s);
+    out_.write(s);
+  }
+
+ private:
+  static void rows(std::string& s, const float* a, std::size_t nrows, std::size_t width) {
+    s += '[';
+    for (std::size_t q = 0; q < nrows; ++q) {
+      s += q ? ",[" : "[";
+      for (std::size_t k = 0; k < width; ++k) {
+        if (k) s += ',';
+        append_json_number(s, static_cast<double>(a[q * width + k]));
+      }
+      s += ']';
+    }
+    s += ']';
+  }
+  void format(const BatchResult& res, std::string& s) const {
+    const auto& b = *res.batch;
+    for (std::size_t j = 0; j < res.dumps.size(); ++j) {
+      const AttentionDump& d = res.dumps[j];
+      for (std::size_t i = 0; i < d.reports.size(); ++i) {
+        const std::size_t r = d.reports[i], n = b.report_length(r), nq = d.n_queries[i];
+        s += "{\"report_id\":";
+        append_json_string(s, b.report_id(r));
+        s += ",\"report_index\":" + std::to_string(b.first_report + r) + ",\"scenario\":";
+        append_json_string(s, *res.scenario_names[j]);
+        s += ",\"tokens\":";
+        append_json_tokens(s, b, r);
+        s += ",\"queries\":[";
+        for (std::size_t q = 0; q < nq; ++q) s += (q ? "," : "") + std::to_string(d.queries[i] + q);
+        s += "],\"single\":";
+        const float* maps = d.maps.data() + d.maps_offset[i];
+        rows(s, maps, nq, n);
+        s += ",\"heads\":[";
+        for (std::uint32_t h = 1; h <= d.heads; ++h) {
+          if (h > 1) s += ',';
+          rows(s, maps + std::size_t(h) * nq * n, nq, n);
+        }
+        s += ']';
+        if (d.d_model) {
+          s += ",\"output\":";
+          rows(s, d.output.data() + d.output_offset[i], nq, d.d_model);
+        }
+        s += "}\n";
+      }
+    }
+  }
+  OutputFile& out_;
+};
+
 }  // namespace
+
+std::unique_ptr<ResultSink> make_attention_writer(OutputFile& out) { return std::make_unique<AttentionMapWriter>(out); }
 
 std::unique_ptr<ResultWriter> make_writer(Format format, OutputFile& out, const RunInfo& info) {
   switch (format) {

@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "headsep/plugin.h"
+#include "plugin_attention.hpp"
 #include "text_util.hpp"
 
 namespace headsep {
@@ -265,15 +266,8 @@ std::optional<std::string> canonical_value(ParamType t, const std::string& v) {
       if (ec != std::errc() || p != v.data() + v.size() || b == v.data() + v.size()) return std::nullopt;
       return std::to_string(x);
     }
-    case ParamType::real: {
-      double x = 0;
-      const char* b = v.data() + (v.size() > 1 && v[0] == '+' ? 1 : 0);
-      auto [p, ec] = std::from_chars(b, v.data() + v.size(), x);
-      if (ec != std::errc() || p != v.data() + v.size() || b == v.data() + v.size() || !std::isfinite(x)) return std::nullopt;
-      char buf[64];
-      auto r = std::to_chars(buf, buf + sizeof buf, x);
-      return std::string(buf, r.ptr);
-    }
+    case ParamType::real:  // the CSV's number grammar (text_util.hpp; docs/PLUGINS.md "Parameter values")
+      return canonical_double(v);
     case ParamType::boolean: {
       std::string l;
       for (char c : v) l += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -382,7 +376,8 @@ struct ChunkSink {
   ReportBatch* b = nullptr;
   std::uint64_t max_reports = 0, n_reports = 0;
   std::uint32_t n_features = 0, given_heads = 0;
-  bool offsets_set = false;
+  bool offsets_set = false, embeddings_set = false;
+  std::uint32_t d_model = 0;
   std::vector<char> feature_set;
   std::vector<std::string> scenarios;
   std::string error;
@@ -485,6 +480,18 @@ struct ChunkSink {
     }
     return 0;
   }
+  static float* embeddings(headsep_chunk_out* o, std::uint64_t n) {
+    auto* s = self(o);
+    if (s->d_model == 0) return s->fail<float>("embeddings(): the schema declares no embeddings (d_model = 0)");
+    if (n > (std::uint64_t(1) << 40) / s->d_model) return s->fail<float>("embeddings(" + std::to_string(n) + "): too many tokens");
+    try {
+      s->b->embeddings.resize(n * s->d_model);
+    } catch (...) {
+      return s->fail<float>("out of memory for embeddings");
+    }
+    s->embeddings_set = true;
+    return s->b->embeddings.data();
+  }
   static std::int32_t token_name(headsep_chunk_out* o, const char* name, std::uint64_t len) {
     auto* s = self(o, "token_name()");
     if (s->dead) return 1;
@@ -527,6 +534,7 @@ struct ChunkSink {
     c.given_weights = &given_weights;
     c.report_id = &report_id;
     c.token_name = &token_name;
+    c.embeddings = &embeddings;
     // Reuse the batch's buffers without zeroing: the plugin writes every element it asks for.
     b->features.resize(features);
     b->report_ids.clear();
@@ -570,6 +578,10 @@ class PluginSource final : public ReportSource {
       for (std::uint32_t i = 0; i < cs.n_features; ++i) schema_.feature_names.emplace_back(cs.feature_names[i]);
       for (std::uint32_t i = 0; i < cs.n_scenarios; ++i) intern(cs.scenario_names[i]);
       schema_.given_heads = cs.given_heads;
+      // ABI 1.1: a 1.0 plugin's schema ends before d_model (the host zeroed it).
+      if (cs.struct_size >= offsetof(headsep_schema, d_model) + sizeof(cs.d_model)) schema_.d_model = cs.d_model;
+      if (schema_.d_model > 65536)
+        throw PluginError(e_->info.label() + ": declares d_model " + std::to_string(schema_.d_model) + " (at most 65536)");
       schema_.names_scenarios = (cs.flags & HEADSEP_SCHEMA_NAMES_SCENARIOS) != 0 || cs.given_heads > 0;
       random_ = (cs.flags & HEADSEP_SCHEMA_RANDOM_ACCESS) != 0;
       total_ = cs.total_reports;
@@ -712,6 +724,7 @@ class PluginSource final : public ReportSource {
                std::vector<std::string>& names, std::uint64_t* rows_read) const {
     if (max_reports == 0) throw Error("chunk size must be at least 1 report");
     ChunkSink sink(batch, max_reports, static_cast<std::uint32_t>(schema_.feature_names.size()), schema_.given_heads);
+    sink.d_model = schema_.d_model;
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;
     batch.first_report = first_report;
@@ -765,6 +778,12 @@ class PluginSource final : public ReportSource {
       throw bad(std::to_string(batch.report_ids.size()) + " report ids for " + std::to_string(sink.n_reports) + " reports");
     if (!batch.token_names.empty() && batch.token_names.size() != n_tokens)
       throw bad(std::to_string(batch.token_names.size()) + " token names for " + std::to_string(n_tokens) + " tokens");
+    if (schema_.d_model) {
+      if (!sink.embeddings_set) throw bad("embeddings() was never called (the schema declares d_model " + std::to_string(schema_.d_model) + ")");
+      if (batch.embeddings.size() != n_tokens * schema_.d_model)
+        throw bad("embeddings for " + std::to_string(batch.embeddings.size() / schema_.d_model) + " tokens, not " +
+                  std::to_string(n_tokens));
+    }
     if (schema_.given_heads) {
       if (sink.scenarios.empty()) throw bad("given weights need the chunk's scenarios (scenario() was never called)");
       const std::size_t rows = sink.scenarios.size() * (std::size_t(schema_.given_heads) + 1);
@@ -855,11 +874,30 @@ class PluginWeighting final : public Weighting {
       throw;
     }
     if (wi.heads == 0) throw fail("declares 0 heads (a scheme has at least one head)");
-    if (wi.layout != HEADSEP_LAYOUT_PER_TOKEN)
+    // ABI 1.1: attention specs (a 1.0 plugin's info ends before `attention`).
+    const headsep_attention_spec* specs =
+        wi.struct_size >= offsetof(headsep_weighting_info, attention) + sizeof(wi.attention) ? wi.attention : nullptr;
+    if (wi.layout == HEADSEP_LAYOUT_PER_QUERY && !specs) per_query_ = true;
+    else if (wi.layout != HEADSEP_LAYOUT_PER_TOKEN && !specs)
       throw fail("uses weight layout " + std::to_string(wi.layout) +
                  " (per-query), which this headsep (plugin ABI " + std::to_string(HEADSEP_PLUGIN_ABI_MAJOR) + "." +
                  std::to_string(HEADSEP_PLUGIN_ABI_MINOR) + ") does not support yet");
     heads_ = wi.heads;
+    if (specs) {
+      const std::uint32_t n_specs = std::max<std::uint32_t>(1, wi.n_scenarios);
+      try {
+        for (std::uint32_t i = 0; i < n_specs; ++i) {
+          auto sp = plan_from_spec(&specs[i], schema, heads_, e_->info.label(), i);
+          if (i && sp.reads_features != reads_features_)
+            throw PluginError(e_->info.label() + ": every attention spec must read the same input");
+          reads_features_ = sp.reads_features;
+          plans_.push_back(std::move(sp.plan));
+        }
+      } catch (...) {
+        d.destroy(state_);
+        throw;
+      }
+    }
     for (std::uint32_t i = 0; i < wi.n_scenarios; ++i) own_.emplace_back(wi.scenario_names[i]);
     data_scenarios_ = own_.empty() && schema.names_scenarios;
     if (own_.empty() && !schema.names_scenarios) own_.push_back(e_->info.name);
@@ -878,10 +916,12 @@ class PluginWeighting final : public Weighting {
 
   void weights(const ReportBatch& b, std::uint32_t slot, WeightBlock& out) const override {
     const std::size_t n_tokens = b.n_tokens();
-    if (out.rows.size() != std::size_t(heads_) + 1) out.resize(heads_, n_tokens);
+    // Per-query schemes get rows the engine sized (query_offset's blocks); per-token ones n_tokens.
+    const std::size_t row_len = per_query_ ? static_cast<std::size_t>(out.query_offset.at(b.n_reports())) : n_tokens;
+    if (out.rows.size() != std::size_t(heads_) + 1) out.rows.resize(std::size_t(heads_) + 1);
     std::vector<double*> rows(heads_ + 1);
     for (std::uint32_t h = 0; h <= heads_; ++h) {
-      if (out.rows[h].size() != n_tokens) out.rows[h].resize(n_tokens);
+      if (out.rows[h].size() != row_len) out.rows[h].resize(row_len);
       rows[h] = out.rows[h].data();
     }
     std::vector<const double*> feats(b.features.size()), given(b.given_weights.size());
@@ -899,6 +939,9 @@ class PluginWeighting final : public Weighting {
     v.n_given_rows = static_cast<std::uint32_t>(given.size());
     v.scenarios = b.scenarios.data();
     v.given_weights = given.data();
+    v.d_model = b.embeddings.empty() ? 0u : schema_->d_model;
+    v.embeddings = b.embeddings.empty() ? nullptr : b.embeddings.data();
+    v.query_offset = out.layout == WeightBlock::Layout::per_query ? out.query_offset.data() : nullptr;
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;
     try {
@@ -916,6 +959,12 @@ class PluginWeighting final : public Weighting {
   }
 
   std::string label() const override { return e_->info.label(); }
+  const AttentionPlan* attention(std::uint32_t slot) const override {
+    if (plans_.empty()) return nullptr;
+    return plans_[slot < plans_.size() ? slot : 0].get();
+  }
+  bool attention_reads_features() const override { return reads_features_; }
+  bool per_query() const override { return per_query_; }
 
  private:
   std::string scenario_name(const ReportBatch& b, std::uint32_t slot) const {
@@ -932,6 +981,8 @@ class PluginWeighting final : public Weighting {
   std::uint32_t heads_ = 0;
   std::vector<std::string> own_;
   bool data_scenarios_ = false;
+  std::vector<std::shared_ptr<const AttentionPlan>> plans_;  // ABI 1.1 attention specs, per own scenario
+  bool reads_features_ = false, per_query_ = false;
 };
 
 }  // namespace
@@ -1076,7 +1127,7 @@ fs::path builtin_plugin_dir() {
 PluginParams resolve_params(const PluginInfo& plugin, const PluginParams& given) {
   std::map<std::string, std::string> values;
   for (const auto& [k, v] : given) {
-    auto it = std::find_if(plugin.params.begin(), plugin.params.end(), [&](const auto& p) { return p.name == k; });
+    auto it = std::find_if(plugin.params.begin(), plugin.params.end(), [&key = k](const auto& p) { return p.name == key; });
     if (it == plugin.params.end())
       throw UsageError(std::string(to_string(plugin.kind)) + " plugin '" + plugin.name + "' has no parameter '" + k +
                        "'; valid parameters: " + param_list(plugin));

@@ -1,10 +1,14 @@
 // The engine pipeline (oneTBB parallel_pipeline):
 //   serial in order : take the next batch (sequential sources generate it here; random-access
 //                     sources only get an index, and generate in the parallel stage)
-//   parallel        : generate (random access), project axes, weight each scenario, run kernels,
-//                     let sinks prepare (format rows, fill per-chunk sketches)
+//   parallel        : generate (random access), project axes, per scenario either weight and run
+//                     the metric kernels, or run the attention stage (QKV projections, fused
+//                     softmax/A·V/metrics kernels; or explicit maps), let sinks prepare (format
+//                     rows, fill per-chunk sketches)
 //   serial in order : sinks consume (merge, write) — batch order, never thread order
-// At most `in_flight` batches exist at once, so memory is bounded by chunk size x in_flight.
+// At most `in_flight` batches exist at once, so memory is bounded by chunk size x in_flight; the
+// chunk shrinks when heads make a report's metrics large (pairs grow as heads^2, docs/LIMITS.md),
+// and a stage that runs out of memory names its batch instead of a bare std::bad_alloc.
 #include "headsep/run.hpp"
 
 #include <unistd.h>
@@ -15,10 +19,13 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <new>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_pipeline.h>
 
+#include "attention_stage.hpp"
+#include "headsep/attention.hpp"
 #include "headsep/error.hpp"
 
 namespace headsep {
@@ -34,6 +41,7 @@ struct Work {
   std::vector<std::vector<float>> axis32, w32;
   std::vector<float> out32;
   WeightBlock weights;
+  AttentionStageScratch attention;
   std::vector<std::string> names;  // scenario names per slot, copied while the source is not running
   BatchResult result;
   std::vector<std::unique_ptr<SinkPartial>> partials;
@@ -88,11 +96,17 @@ void check_results(const ReportBatch& batch, const MetricBlock& m, const std::st
   bool bad = false;
   for (double v : m.context) bad |= !std::isfinite(v);
   for (double v : m.separation) bad |= !std::isfinite(v);
+  for (double v : m.head_stats) bad |= !std::isfinite(v);
+  for (double v : m.pair_stats) bad |= !std::isfinite(v);
   if (!bad) return;
   for (std::size_t r = 0; r < m.n; ++r) {
     bool ok = std::isfinite(m.separation[r]);
     for (std::uint32_t h = 0; h <= m.heads; ++h)
       for (std::uint32_t c = 0; c < m.axes; ++c) ok = ok && std::isfinite(m.ctx(h, c, r));
+    for (std::uint32_t h = 0; h <= m.heads && m.attention(); ++h)
+      for (std::uint32_t k = 0; k < m.head_stat_count; ++k) ok = ok && std::isfinite(m.head_stat(h, k, r));
+    for (std::size_t p = 0; p < pair_count(m.heads) && m.attention(); ++p)
+      for (std::uint32_t k = 0; k < m.pair_stat_count; ++k) ok = ok && std::isfinite(m.pair_stat(p, k, r));
     if (!ok)
       throw Error("report '" + batch.report_id(r) + "', scenario '" + scenario +
                   "': a context overflowed to a non-finite value (inputs too large)");
@@ -151,6 +165,41 @@ void compute_slot(Work& w, const std::vector<std::vector<T>>& axis, SimdLevel le
   }
 }
 
+// Metric memory of one batch, bounded: a (report, scenario) group holds (2N+1)·C contexts and
+// differences, N(N-1)/2 pairwise separations and, for attention schemes, 5 statistics per head
+// and per pair; sinks add formatted rows and sketches on top. ~48 bytes per value covers the
+// double, its text in two writers and a sketch entry. With few heads the requested chunk fits
+// (3 heads, 2 axes, 3 scenarios: 25 000 reports); with 1024 heads a batch holds a few reports.
+constexpr std::size_t kBatchMetricBudget = std::size_t(64) << 20;
+constexpr std::size_t kBytesPerValue = 48;
+// Token data of one batch (features, axes, weights, embeddings), bounded the same way for
+// random-access sources, whose chunk is fixed before the run: ops-reports at 65 536 tokens per
+// report gets ~28 reports per batch instead of 8192 (37 GB). Sequential sources bound their
+// batches themselves (the CSV source: 2^20 tokens).
+constexpr double kBatchTokenBudget = double(std::size_t(128) << 20);
+
+std::size_t bounded_chunk(std::size_t chunk, std::uint32_t heads, std::size_t axes, std::size_t slots, bool attention) {
+  const std::size_t h = heads, pairs = pair_count(h);
+  std::size_t values = (2 * h + 1) * axes + pairs + 1;
+  if (attention) values += (h + 1) * kHeadStats + pairs * kPairStats;
+  const std::size_t per_report = values * kBytesPerValue * std::max<std::size_t>(slots, 1);
+  return std::max<std::size_t>(1, std::min(chunk, kBatchMetricBudget / per_report));
+}
+
+// A stage that ran out of memory: name the batch and its longest report (a bare std::bad_alloc
+// says nothing). Building the message may fail too; then main's handler prints what it can.
+[[noreturn]] void out_of_memory(const char* stage, std::uint64_t index, const ReportBatch& b) {
+  std::string what = std::string("out of memory while ") + stage + " batch " + std::to_string(index);
+  if (b.n_reports() > 0) {
+    std::size_t longest = 0;
+    for (std::size_t r = 1; r < b.n_reports(); ++r)
+      if (b.report_length(r) > b.report_length(longest)) longest = r;
+    what += " (reports " + std::to_string(b.first_report) + ".." + std::to_string(b.first_report + b.n_reports() - 1) +
+            "; the longest, '" + b.report_id(longest) + "', has " + std::to_string(b.report_length(longest)) + " tokens)";
+  }
+  throw Error(what + "; try a smaller --chunk, fewer heads or shorter reports (docs/LIMITS.md)");
+}
+
 class Progress {
  public:
   explicit Progress(bool enabled) : enabled_(enabled), start_(Clock::now()), last_(start_) {}
@@ -199,7 +248,21 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
   const auto own = weighting.own_scenarios();
   const std::string label = weighting.label();
   const bool random_access = source.random_access();
-  const std::size_t chunk = opt.chunk_reports ? opt.chunk_reports : 1;
+  const bool attention_scheme = weighting.per_query() || weighting.attention(0) != nullptr;
+  // Fixed for the whole run (random-access chunk i is reports [i*chunk, ...)); scenario slots are
+  // the scheme's own, else those the source knows up front (at least 1).
+  std::size_t chunk = bounded_chunk(opt.chunk_reports ? opt.chunk_reports : 1, weighting.heads(), axes.names().size(),
+                                    own.empty() ? source.schema().scenario_names.size() : own.size(), attention_scheme);
+  if (random_access && chunk > 1) {
+    // fill() is pure, so the first reports can be sampled for their length before the run.
+    ReportBatch probe;
+    if (source.fill(0, std::min<std::size_t>(chunk, 64), probe) && probe.n_reports() > 0) {
+      const double tokens = double(probe.n_tokens()) / double(probe.n_reports());
+      const double bytes = 8.0 * double(probe.features.size() + axes.names().size() + weighting.heads() + 1) +
+                           4.0 * double(source.schema().d_model);
+      chunk = std::max<std::size_t>(1, static_cast<std::size_t>(std::min(double(chunk), kBatchTokenBudget / std::max(1.0, tokens * bytes))));
+    }
+  }
   const std::uint64_t total_hint = source.total_reports();
 
   WorkPool pool;
@@ -231,7 +294,13 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     Work* w = pool.take();
     w->index = next_index;
     if (!random_access) {
-      if (!source.next(w->batch, chunk)) {
+      bool more = false;
+      try {
+        more = source.next(w->batch, chunk);
+      } catch (const std::bad_alloc&) {
+        out_of_memory("reading", next_index, w->batch);  // w stays owned by the pool
+      }
+      if (!more) {
         exhausted = true;
         pool.give(w);
         fc.stop();
@@ -245,7 +314,7 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     return w;
   };
 
-  auto compute = [&](Work* w) -> Work* {
+  auto compute_batch = [&](Work* w) -> Work* {
     if (random_access && !source.fill(w->index, chunk, w->batch)) {
       w->batch.clear();
       w->batch.token_offset.assign(1, 0);
@@ -260,11 +329,22 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     res.batch = &b;
     res.scenario_names.clear();
     res.metrics.resize(slots);
+    res.dumps.resize(opt.keep_maps ? slots : 0);
+    bool projected32 = false;
     if (opt.precision == Precision::f64) axes.project(b, w->axis64);
-    else axes.project(b, w->axis32);
+    else axes.project(b, w->axis32), projected32 = true;
     for (std::size_t j = 0; j < slots; ++j) {
       const std::string& name = w->names[j];
       res.scenario_names.push_back(&name);
+      if (attention_scheme) {
+        // Attention computes in f32 whatever --precision says; contexts come back as doubles.
+        if (!projected32) axes.project(b, w->axis32), projected32 = true;
+        attention_slot(b, weighting, static_cast<std::uint32_t>(j), w->axis32, opt.simd, name, label, w->weights,
+                       w->attention, res.metrics[j], opt, opt.keep_maps ? &res.dumps[j] : nullptr);
+        check_results(b, res.metrics[j], name);
+        continue;
+      }
+      w->weights.layout = WeightBlock::Layout::per_token;
       w->weights.resize(weighting.heads(), b.n_tokens());
       weighting.weights(b, static_cast<std::uint32_t>(j), w->weights);
       check_weights(b, w->weights, name, label);
@@ -276,11 +356,22 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     for (std::size_t s = 0; s < sinks.size(); ++s) sinks[s]->prepare(res, w->partials[s]);
     return w;
   };
+  auto compute = [&](Work* w) -> Work* {
+    try {
+      return compute_batch(w);
+    } catch (const std::bad_alloc&) {
+      out_of_memory("computing", w->index, w->batch);
+    }
+  };
 
   bool past_end = false;
   auto output = [&](Work* w) {
     if (w->result.batch && !past_end) {
-      for (std::size_t s = 0; s < sinks.size(); ++s) sinks[s]->consume(w->result, w->partials[s].get());
+      try {
+        for (std::size_t s = 0; s < sinks.size(); ++s) sinks[s]->consume(w->result, w->partials[s].get());
+      } catch (const std::bad_alloc&) {
+        out_of_memory("writing", w->index, w->batch);
+      }
       ++stats.batches;
       stats.reports += w->batch.n_reports();
       stats.groups += w->batch.n_reports() * w->result.metrics.size();

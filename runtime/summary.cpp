@@ -18,38 +18,37 @@ struct Partial : SinkPartial {
   std::vector<Slot> slots;
 };
 
-// Metric row k of a block: 0 = head_separation, 1.. = difference components.
+// Metric row k of a block: 0 = head_separation, 1.. = difference components, then (attention
+// schemes) the head statistics of heads 0..N and the pair statistics, in MetricBlock order.
 const double* metric_row(const MetricBlock& m, std::size_t k) {
-  return k == 0 ? m.separation.data() : m.difference.data() + (k - 1) * m.n;
+  if (k == 0) return m.separation.data();
+  const std::size_t diffs = std::size_t(m.heads) * m.axes;
+  if (k <= diffs) return m.difference.data() + (k - 1) * m.n;
+  k -= diffs + 1;
+  const std::size_t heads = std::size_t(m.heads + 1) * m.head_stat_count;
+  if (k < heads) return m.head_stats.data() + k * m.n;
+  return m.pair_stats.data() + (k - heads) * m.n;
 }
+
+std::string head_name(std::uint32_t h) { return h ? "head" + std::to_string(h) : std::string("single"); }
 
 }  // namespace
 
-void Summary::Moments::add(const double* x, std::size_t count) {
-  if (!count) return;
-  if (n == 0) shift = min = max = x[0];  // shifting by the first value keeps s2 - s1^2/n well-conditioned
-  for (std::size_t i = 0; i < count; ++i) {
-    const double d = x[i] - shift;
-    s1 += d;
-    s2 += d * d;
-    min = std::min(min, x[i]);
-    max = std::max(max, x[i]);
-  }
-  n += count;
-}
-
-double Summary::Moments::stddev() const {
-  if (n < 2) return 0.0;
-  const double var = (s2 - s1 * s1 / double(n)) / double(n);
-  return var > 0 ? std::sqrt(var) : 0.0;
-}
-
-Summary::Summary(RunInfo info, SummaryOptions options) : info_(std::move(info)), opt_(options) {}
+Summary::Summary(RunInfo info, SummaryOptions options)
+    : info_(std::move(info)), opt_(options), metric_count_(metric_names().size()) {}
 
 std::vector<std::string> Summary::metric_names() const {
   std::vector<std::string> names{"head_separation"};
   for (std::uint32_t h = 1; h <= info_.heads; ++h)
     for (const auto& a : info_.axis_names) names.push_back("diff_head" + std::to_string(h) + "_" + a);
+  if (info_.attention) {
+    for (std::uint32_t h = 0; h <= info_.heads; ++h)
+      for (std::uint32_t k = 0; k < kHeadStats; ++k) names.push_back(head_name(h) + "_" + std::string(head_stat_name(k)));
+    for (std::uint32_t i = 1; i <= info_.heads; ++i)
+      for (std::uint32_t j = i + 1; j <= info_.heads; ++j)
+        for (std::uint32_t k = 0; k < kPairStats; ++k)
+          names.push_back(head_name(i) + "_" + head_name(j) + "_" + std::string(pair_stat_name(k)));
+  }
   return names;
 }
 
@@ -66,7 +65,7 @@ Summary::Scenario& Summary::scenario(const std::string& name) {
 void Summary::prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& partial) const {
   auto p = std::make_unique<Partial>();
   const auto& b = *res.batch;
-  const std::size_t n_metrics = 1 + std::size_t(info_.heads) * info_.axis_names.size();
+  const std::size_t n_metrics = metric_count_;
   // Quantiles stay exact while a scenario has at most kExactCapacity groups. A batch reaching
   // past that report index can only feed a scenario that will end in sketch mode (whatever the
   // chunking), so it skips storing values and goes straight to buckets.
@@ -129,10 +128,11 @@ std::string Summary::json() const {
     ordered_json metrics = ordered_json::object();
     for (const auto& m : s.metrics) {
       ordered_json jm;
-      jm["mean"] = m.moments.n ? m.moments.mean() : 0.0;
+      const bool any = m.moments.count() > 0;
+      jm["mean"] = any ? m.moments.mean() : 0.0;
       jm["std"] = m.moments.stddev();
-      jm["min"] = m.moments.min;
-      jm["max"] = m.moments.max;
+      jm["min"] = any ? m.moments.min() : 0.0;
+      jm["max"] = any ? m.moments.max() : 0.0;
       for (auto [label, q] : {std::pair{"p01", 0.01}, {"p10", 0.10}, {"p50", 0.50}, {"p90", 0.90}, {"p99", 0.99}})
         jm[label] = m.sketch.count() ? m.sketch.quantile(q) : 0.0;
       jm["quantiles_exact"] = m.sketch.exact();
@@ -142,7 +142,7 @@ std::string Summary::json() const {
     const auto& sep = s.metrics[0];
     ordered_json hist = ordered_json::array();
     if (sep.sketch.count())
-      for (const auto& bin : histogram(sep.sketch, sep.moments.min, sep.moments.max, opt_.histogram_bins))
+      for (const auto& bin : histogram(sep.sketch, sep.moments.min(), sep.moments.max(), opt_.histogram_bins))
         hist.push_back({{"lo", bin.lo}, {"hi", bin.hi}, {"count", bin.count}});
     js["head_separation_histogram"] = hist;
     ordered_json top = ordered_json::array();
@@ -165,9 +165,43 @@ std::string Summary::table() const {
     const auto& m = s.metrics[0];
     auto q = [&](double p) { return m.sketch.count() ? m.sketch.quantile(p) : 0.0; };
     std::snprintf(line, sizeof line, "%-30s %12llu %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f\n", s.name.c_str(),
-                  static_cast<unsigned long long>(s.count), m.moments.n ? m.moments.mean() : 0.0, m.moments.stddev(),
+                  static_cast<unsigned long long>(s.count), m.moments.count() ? m.moments.mean() : 0.0, m.moments.stddev(),
                   q(0.01), q(0.10), q(0.50), q(0.90), q(0.99));
     out += line;
+  }
+  if (!info_.attention) return out;
+  // Attention schemes: per head, then per pair of heads, the mean of each statistic.
+  const std::size_t first_head = 1 + std::size_t(info_.heads) * info_.axis_names.size();
+  const std::size_t first_pair = first_head + std::size_t(info_.heads + 1) * kHeadStats;
+  auto mean = [](const Metric& m) { return m.moments.count() ? m.moments.mean() : 0.0; };
+  out += "\nattention per head (means over reports)\n";
+  std::snprintf(line, sizeof line, "%-30s %-8s %10s %10s %10s %10s %10s\n", "scenario", "head", "entropy", "confidence",
+                "self", "prev", "first");
+  out += line;
+  for (const auto& s : scenarios_)
+    for (std::uint32_t h = 0; h <= info_.heads; ++h) {
+      const Metric* m = &s.metrics[first_head + std::size_t(h) * kHeadStats];
+      std::snprintf(line, sizeof line, "%-30s %-8s %10.4f %10.4f %10.4f %10.4f %10.4f\n", s.name.c_str(),
+                    head_name(h).c_str(), mean(m[kEntropy]), mean(m[kConfidence]), mean(m[kSelfWeight]),
+                    mean(m[kPrevWeight]), mean(m[kFirstWeight]));
+      out += line;
+    }
+  if (info_.heads < 2) return out;
+  out += "\nattention per pair of heads (means over reports)\n";
+  std::snprintf(line, sizeof line, "%-30s %-12s %10s %10s %10s %10s %10s\n", "scenario", "pair", "JS", "overlap",
+                "subspace", "out_cos", "out_dist");
+  out += line;
+  for (const auto& s : scenarios_) {
+    std::size_t p = 0;
+    for (std::uint32_t i = 1; i <= info_.heads; ++i)
+      for (std::uint32_t j = i + 1; j <= info_.heads; ++j, ++p) {
+        const Metric* m = &s.metrics[first_pair + p * kPairStats];
+        const std::string pair = std::to_string(i) + "-" + std::to_string(j);
+        std::snprintf(line, sizeof line, "%-30s %-12s %10.4f %10.4f %10.4f %10.4f %10.4f\n", s.name.c_str(), pair.c_str(),
+                      mean(m[kJensenShannon]), mean(m[kPositionOverlap]), mean(m[kSubspaceCosine]),
+                      mean(m[kOutputCosine]), mean(m[kOutputDistance]));
+        out += line;
+      }
   }
   return out;
 }

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs what headsep needs (only what is missing), then configures and builds it.
-# Usage: scripts/setup.sh [--sanitize]   (sourced by run.sh and test.sh)
-# Env: HEADSEP_BUILD_DIR (default build, or build-asan with --sanitize), HEADSEP_JOBS.
+# Usage: scripts/setup.sh [--sanitize|--tsan]   (sourced by run.sh and test.sh)
+# Env: HEADSEP_BUILD_DIR (default build; build-asan with --sanitize, build-tsan with --tsan), HEADSEP_JOBS.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 packages=(g++ cmake ninja-build pkg-config
   libxsimd-dev xtl-dev libtbb-dev libboost-dev
   catch2 libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev
-  python3)
+  libopenblas-dev python3 python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -20,15 +20,18 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-sanitize=""
-[ "${1:-}" = "--sanitize" ] && sanitize="address,undefined"
-if [ -n "$sanitize" ]; then
-  build=${HEADSEP_BUILD_DIR:-$here/build-asan}
-  extra=(-DHEADSEP_SANITIZE="$sanitize" -DHEADSEP_ENABLE_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
-else
-  build=${HEADSEP_BUILD_DIR:-$here/build}
-  extra=(-DCMAKE_BUILD_TYPE=Release)
-fi
+case "${1:-}" in
+  --sanitize)  # AddressSanitizer + UBSan (LeakSanitizer runs at exit on Linux)
+    build=${HEADSEP_BUILD_DIR:-$here/build-asan}
+    extra=(-DHEADSEP_SANITIZE=address,undefined -DHEADSEP_ENABLE_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  --tsan)  # ThreadSanitizer; suppressions (each justified) in tests/tsan.supp
+    build=${HEADSEP_BUILD_DIR:-$here/build-tsan}
+    extra=(-DHEADSEP_SANITIZE=thread -DHEADSEP_ENABLE_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+    export TSAN_OPTIONS="suppressions=$here/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" ;;
+  *)
+    build=${HEADSEP_BUILD_DIR:-$here/build}
+    extra=(-DCMAKE_BUILD_TYPE=Release) ;;
+esac
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$here" -B "$build" -G Ninja "${extra[@]}" >/dev/null
 fi

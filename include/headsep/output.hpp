@@ -28,7 +28,12 @@ class OutputFile {
   std::FILE* file_ = nullptr;
   bool committed_ = false;
   bool direct_ = false;  ///< a device or pipe, written in place
+  std::size_t slot_ = std::size_t(-1);  ///< entry in the table of temporaries signals remove
 };
+
+/// SIGINT, SIGTERM, SIGHUP: remove every OutputFile temporary, print one line, exit 128 + signal
+/// (130, 143, 129). SIGPIPE (stdout closed, e.g. `| head`): the same, quietly. Call once in main.
+void install_signal_handlers();
 
 enum class Format : std::uint8_t { text, jsonl, csv };
 /// "text", "jsonl"/"json", "csv"; throws UsageError otherwise.
@@ -44,5 +49,11 @@ class ResultWriter : public ResultSink {
 };
 
 std::unique_ptr<ResultWriter> make_writer(Format format, OutputFile& out, const RunInfo& info);
+
+/// --attention: JSON lines, one per kept (report, scenario) of an attention scheme (see
+/// RunOptions::keep_maps): report_id, report_index, scenario, tokens, queries, the baseline's
+/// map ("single": query rows x keys), every head's ("heads"), and the multi-head output
+/// concat(O_h) W_O + b_O ("output": query rows x d_model) when the scheme has one.
+std::unique_ptr<ResultSink> make_attention_writer(OutputFile& out);
 
 }  // namespace headsep

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "headsep/attention.hpp"
 #include "headsep/run.hpp"
 #include "headsep/stats.hpp"
 
@@ -17,12 +18,13 @@ struct SummaryOptions {
 };
 
 /// Count, mean, standard deviation, min, max, quantiles (p01, p10, p50, p90, p99) of
-/// head_separation and of every difference_from_single component, a histogram of
+/// head_separation, of every difference_from_single component and, for attention schemes, of
+/// every head statistic (heads 0..N) and pair statistic (attention.hpp), a histogram of
 /// head_separation and the top-k reports, per scenario.
 ///
 /// Determinism: sketches and top-k are filled per batch on worker threads and merged exactly
 /// (bucket counts, a total order on (value, report index)); moments are accumulated in report
-/// order in the serial stage (shifted sums: cheap, and independent of chunking and threads).
+/// order in the serial stage (headsep::Moments: cheap, and independent of chunking and threads).
 class Summary final : public ResultSink {
  public:
   Summary(RunInfo info, SummaryOptions options = {});
@@ -36,16 +38,9 @@ class Summary final : public ResultSink {
   std::uint64_t groups() const noexcept;
 
  private:
-  struct Moments {  // shifted sums, accumulated in order
-    std::uint64_t n = 0;
-    double shift = 0, s1 = 0, s2 = 0, min = 0, max = 0;
-    void add(const double* x, std::size_t count);
-    double mean() const { return shift + s1 / double(n); }
-    double stddev() const;
-  };
   struct Metric {
     std::string name;
-    Moments moments;
+    Moments moments;  // stats.hpp: shifted sums, added row by row in report order
     QuantileSketch sketch;
   };
   struct Scenario {
@@ -60,6 +55,7 @@ class Summary final : public ResultSink {
 
   RunInfo info_;
   SummaryOptions opt_;
+  std::size_t metric_count_ = 0;  // metric_names().size(), fixed by info_
   std::vector<Scenario> scenarios_;
   std::unordered_map<std::string, std::size_t> index_;
 };

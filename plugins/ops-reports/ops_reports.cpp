@@ -6,6 +6,7 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "headsep/plugin_sdk.hpp"
 
@@ -48,6 +49,17 @@ class OpsReports final : public ScenarioGenerator {
     span_ = static_cast<std::uint32_t>(hi - lo + 1);
     key_ = mix(static_cast<std::uint64_t>(p.get_int("seed")) + kGolden);
     names_ = p.get_bool("names");
+    const auto d = p.get_int("d_model");
+    if (d < 0 || d > 4096) throw PluginError("parameter 'd_model' must be in 0..4096, got " + std::to_string(d));
+    d_model_ = static_cast<std::uint32_t>(d);
+    noise_ = p.get_double("noise");
+    if (!(noise_ >= 0 && noise_ <= 100)) throw PluginError("parameter 'noise' must be in 0..100");
+    // Each of the 24 vocabulary words gets a fixed embedding: uniform(-√3, √3) per dimension
+    // (unit variance), drawn from (seed, word, dimension) so it does not depend on chunking.
+    vocab_embedding_.resize(std::size_t(24) * d_model_);
+    for (std::size_t wi = 0; wi < 24; ++wi)
+      for (std::size_t j = 0; j < d_model_; ++j)
+        vocab_embedding_[wi * d_model_ + j] = unit(mix(key_ ^ (0x5bd1e995ULL * (wi + 1)) ^ mix(j + 1)));
   }
 
   SchemaInfo schema() const override {
@@ -55,6 +67,7 @@ class OpsReports final : public ScenarioGenerator {
     s.features = {"decision_axis", "evidence_axis", "condition_axis"};
     s.random_access = true;
     s.total_reports = reports_;
+    s.d_model = d_model_;
     return s;
   }
 
@@ -68,6 +81,7 @@ class OpsReports final : public ScenarioGenerator {
     for (std::uint64_t r = 0; r < n; ++r) off[r + 1] = off[r] + length(report_hash(first + r));
     const std::uint64_t n_tokens = off[n];
     double* f[3] = {out.feature(0, n_tokens).data(), out.feature(1, n_tokens).data(), out.feature(2, n_tokens).data()};
+    float* emb = d_model_ ? out.embeddings(n_tokens, d_model_).data() : nullptr;
     std::string id;
     for (std::uint64_t r = 0; r < n; ++r) {
       const std::uint64_t h = report_hash(first + r);
@@ -84,6 +98,13 @@ class OpsReports final : public ScenarioGenerator {
         f[(c + 1) % 3][t] = lo1;
         f[(c + 2) % 3][t] = lo2;
         if (names_) out.token_name(kVocab[c][(b >> 8) & 7]);
+        if (emb) {
+          // The word's embedding plus per-token noise (from (seed, report, token, dimension)).
+          const float* e = &vocab_embedding_[(c * 8 + ((b >> 8) & 7)) * d_model_];
+          float* x = emb + t * d_model_;
+          const float k = static_cast<float>(noise_);
+          for (std::uint32_t j = 0; j < d_model_; ++j) x[j] = e[j] + k * unit(mix(b + (j + 1) * kGolden));
+        }
       }
       if (names_) {
         id = "ops-" + std::to_string(first + r);
@@ -99,8 +120,15 @@ class OpsReports final : public ScenarioGenerator {
     return min_ + static_cast<std::uint32_t>(((h >> 32) * span_) >> 32);
   }
 
+  // Uniform in (-√3, √3) from 24 random bits: unit variance.
+  static float unit(std::uint64_t bits) noexcept {
+    return static_cast<float>((double((bits >> 40) & 0xffffff) + 0.5) / 16777216.0 * 3.4641016151377544 - 1.7320508075688772);
+  }
+
   std::uint64_t reports_ = 0, key_ = 0;
-  std::uint32_t min_ = 3, span_ = 4;
+  std::uint32_t min_ = 3, span_ = 4, d_model_ = 0;
+  double noise_ = 0.1;
+  std::vector<float> vocab_embedding_;  // [word][d_model]
   bool names_ = false;
 };
 
@@ -110,6 +138,8 @@ constexpr headsep_param_spec kParams[] = {
     {"min_tokens", HEADSEP_PARAM_INT, "3", "shortest report, in tokens"},
     {"max_tokens", HEADSEP_PARAM_INT, "6", "longest report, in tokens"},
     {"names", HEADSEP_PARAM_BOOL, "false", "emit report ids (ops-<index>) and token names (slower)"},
+    {"d_model", HEADSEP_PARAM_INT, "0", "token embedding width for attention schemes (0 = none): a fixed random vector per vocabulary word plus noise"},
+    {"noise", HEADSEP_PARAM_FLOAT, "0.1", "scale of the per-token noise added to each word's embedding (d_model > 0)"},
 };
 
 }  // namespace

@@ -3,12 +3,19 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <functional>
+#include <set>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "headsep/attention.hpp"
 #include "headsep/axes.hpp"
 #include "headsep/error.hpp"
 #include "headsep/kernels.hpp"
@@ -38,7 +45,49 @@ struct RunArgs {
   std::vector<std::string> reports;
   unsigned threads = 0;
   std::size_t chunk = 8192;
+  std::string attention, attention_reports = "first:8";  // --attention PATH, --attention-reports SPEC
+  std::size_t max_report_mb = 2048;
 };
+
+/// --attention-reports: first:N | all | index:I,J,... | id:A,B,... -> which reports keep maps.
+std::function<bool(const ReportBatch&, std::size_t)> parse_keep(const std::string& spec) {
+  auto colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon), rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  auto list = [&] {
+    std::vector<std::string> v;
+    std::size_t i = 0;
+    while (i <= rest.size() && !rest.empty()) {
+      auto j = rest.find(',', i);
+      if (j == std::string::npos) j = rest.size();
+      if (j > i) v.push_back(rest.substr(i, j - i));
+      i = j + 1;
+    }
+    return v;
+  };
+  auto number = [&](const std::string& x) {
+    std::uint64_t v = 0;
+    auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
+    if (ec != std::errc() || p != x.data() + x.size() || x.empty())
+      throw UsageError("--attention-reports " + spec + ": '" + x + "' is not a report index");
+    return v;
+  };
+  if (kind == "all" && rest.empty()) return [](const ReportBatch&, std::size_t) { return true; };
+  if (kind == "first" && !rest.empty()) {
+    const std::uint64_t n = number(rest);
+    return [n](const ReportBatch& b, std::size_t r) { return b.first_report + r < n; };
+  }
+  if (kind == "index" && !rest.empty()) {
+    std::set<std::uint64_t> keep;
+    for (const auto& x : list()) keep.insert(number(x));
+    return [keep](const ReportBatch& b, std::size_t r) { return keep.count(b.first_report + r) > 0; };
+  }
+  if (kind == "id" && !rest.empty()) {
+    auto v = list();
+    std::set<std::string> keep(v.begin(), v.end());
+    return [keep](const ReportBatch& b, std::size_t r) { return keep.count(b.report_id(r)) > 0; };
+  }
+  throw UsageError("--attention-reports: expected first:N, all, index:I,J,... or id:A,B,..., got '" + spec + "'");
+}
 
 std::string join(const std::vector<std::string>& v, const char* sep = ",") {
   std::string s;
@@ -142,11 +191,14 @@ int execute(Setup& s, const RunArgs& a) {
   RunOptions opt = run_options(a);
   opt.progress = !a.quiet && ::isatty(STDERR_FILENO);
   RunInfo info{s.axes.names(), s.weighting->heads()};
+  info.attention = s.weighting->per_query() || s.weighting->attention(0) != nullptr;
+  opt.max_report_bytes = a.max_report_mb << 20;
   const bool rows_to_stdout = a.output.empty() &&
                               (!a.format.empty() || (a.per_report.empty() && a.summary.empty() && s.source->schema().names_scenarios));
   std::vector<ResultSink*> sinks;
   std::vector<std::unique_ptr<OutputFile>> files;
   std::vector<std::unique_ptr<ResultWriter>> writers;
+  std::vector<std::unique_ptr<ResultSink>> writers_any;
   auto add_rows = [&](const std::string& path, Format format) {
     files.push_back(std::make_unique<OutputFile>(path));
     writers.push_back(make_writer(format, *files.back(), info));
@@ -154,6 +206,14 @@ int execute(Setup& s, const RunArgs& a) {
   };
   if (!a.per_report.empty()) add_rows(a.per_report, format_from_extension(a.per_report));
   if (!a.output.empty() || rows_to_stdout) add_rows(a.output, a.format.empty() ? Format::text : parse_format(a.format));
+  if (!a.attention.empty()) {
+    if (!info.attention)
+      throw UsageError("--attention: weighting '" + a.weighting + "' is not an attention scheme (try qkv or positional)");
+    opt.keep_maps = parse_keep(a.attention_reports);
+    files.push_back(std::make_unique<OutputFile>(a.attention));
+    writers_any.push_back(make_attention_writer(*files.back()));
+    sinks.push_back(writers_any.back().get());
+  }
   std::unique_ptr<Summary> summary;
   // The table is the answer when no rows were asked for, or alongside --summary/--per-report.
   const bool table = !rows_to_stdout && !a.quiet && (a.output.empty() || !a.summary.empty() || !a.per_report.empty());
@@ -174,7 +234,8 @@ int execute(Setup& s, const RunArgs& a) {
     std::printf("%llu reports, %llu (report, scenario) groups in %.3f s: %.3g groups/s (%s, %s)\n",
                 static_cast<unsigned long long>(stats.reports), static_cast<unsigned long long>(stats.groups),
                 stats.seconds, stats.seconds > 0 ? double(stats.groups) / stats.seconds : 0.0,
-                std::string(to_string(opt.simd)).c_str(), opt.precision == Precision::f64 ? "f64" : "f32");
+                std::string(to_string(opt.simd)).c_str(),
+                info.attention ? "attention f32, metrics summed in f64" : opt.precision == Precision::f64 ? "f64" : "f32");
   }
   return 0;
 }
@@ -184,6 +245,7 @@ int run_cmd(const RunArgs& a) {
   if (!a.format.empty()) parse_format(a.format);
   if (!a.per_report.empty()) format_from_extension(a.per_report);
   run_options(a);
+  if (a.attention_reports != "first:8") parse_keep(a.attention_reports);
   Setup s = build_setup(a);
   return execute(s, a);
 }
@@ -258,6 +320,8 @@ int info_cmd() {
   std::printf("simd compiled:  %s\n", join_levels(compiled_levels()).c_str());
   std::printf("simd supported: %s\n", join_levels(supported_levels()).c_str());
   std::printf("simd chosen:    %s\n", std::string(to_string(default_level())).c_str());
+  std::printf("fp32 peak:      %.1f GFLOP/s per core (measured: FMA chains at %s)\n", measure_fp32_peak_gflops(),
+              std::string(to_string(default_level())).c_str());
   return 0;
 }
 
@@ -290,6 +354,12 @@ int main(int argc, char** argv) {
   runc->add_option("--simd", ra.simd, "Force a SIMD level: scalar, sse2, avx2, avx512 (default: best, or $HEADSEP_SIMD)");
   runc->add_option("--precision", ra.precision, "f64 (default, the seed's arithmetic) or f32")->capture_default_str();
   runc->add_option("--chunk", ra.chunk, "Reports per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  runc->add_option("--attention", ra.attention,
+                   "Attention schemes: write the attention maps (and multi-head output) of chosen reports as JSON lines");
+  runc->add_option("--attention-reports", ra.attention_reports, "Reports --attention keeps: first:N, all, index:I,J,.., id:A,B,..")
+      ->capture_default_str();
+  runc->add_option("--max-report-mb", ra.max_report_mb,
+                   "Attention: refuse a report whose working memory exceeds this many MiB")->capture_default_str();
 
   std::vector<std::string> list_dirs;
   std::string list_name;
@@ -305,14 +375,25 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  install_signal_handlers();
   try {
-    if (*example) return example_cmd();
-    if (*runc) return run_cmd(ra);
-    if (*pluginsc) return plugins_cmd(list_dirs, list_name);
-    if (*infoc) return info_cmd();
+    int rc = 0;
+    if (*example) rc = example_cmd();
+    else if (*runc) rc = run_cmd(ra);
+    else if (*pluginsc) rc = plugins_cmd(list_dirs, list_name);
+    else if (*infoc) rc = info_cmd();
+    // What went to standard output (rows, the table) must have arrived: a full disk there is an
+    // error, not a silent success.
+    const int flushed = std::fflush(stdout), err = errno;
+    if (flushed != 0 || std::ferror(stdout))
+      throw Error(std::string("<stdout>: write failed: ") + (flushed != 0 ? std::strerror(err) : "write error"));
+    return rc;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "headsep: %s\n", e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "headsep: error: out of memory (docs/LIMITS.md)\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "headsep: error: %s\n", e.what());
     return 1;

@@ -104,7 +104,7 @@ TEST_CASE("the built-in plugins are found with no flags and listed", "[plugins]"
   CHECK(r.err.empty());
 
   auto reg = builtins();
-  REQUIRE(reg.plugins().size() == 5);
+  REQUIRE(reg.plugins().size() == 8);  // csv, ops-reports, tensor; table, axis-focus, uniform, qkv, positional
   CHECK(reg.failures().empty());
   CHECK(reg.find("ops-reports")->kind == PluginKind::scenario);
   CHECK(reg.find("uniform")->kind == PluginKind::weighting);
@@ -153,7 +153,8 @@ TEST_CASE("parameters are typed and validated", "[plugins]") {
 
   auto reg = builtins();
   auto p = resolve_params(*reg.find("ops-reports"), {{"names", "YES"}, {"seed", "+5"}});
-  CHECK(p == PluginParams{{"reports", "1000"}, {"seed", "5"}, {"min_tokens", "3"}, {"max_tokens", "6"}, {"names", "true"}});
+  CHECK(p == PluginParams{{"reports", "1000"}, {"seed", "5"}, {"min_tokens", "3"}, {"max_tokens", "6"}, {"names", "true"},
+                          {"d_model", "0"}, {"noise", "0.1"}});
   auto split = split_params({"seed=3", "uniform.heads=4", "scenario.reports=9"}, *reg.find("ops-reports"), *reg.find("uniform"));
   CHECK(split.first == PluginParams{{"seed", "3"}, {"reports", "9"}});
   CHECK(split.second == PluginParams{{"heads", "4"}});
