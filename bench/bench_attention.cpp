@@ -4,9 +4,11 @@
 // reports, one AttentionScratch per thread).
 //
 // Names:  run/<shape>/<level>/threads:<t>      the whole plan (what the engine calls)
+//         run-blas/<shape>/<level>/threads:<t> the same with OpenBLAS projections
 //         kernel/<shape>/<level>              attention_report only, on projections computed once
-//         gemm/<shape>                        the projections only: one OpenBLAS sgemm per group
-//                                             of ~2048 tokens, as run() does
+//         project/<shape>/<level>             the projections only, our panel kernel, one group
+//         gemm/<shape>                        the projections only, one OpenBLAS sgemm, same group
+//                                             (group: the rows run() projects at once)
 // Counters: items_per_second = reports/s; GFLOPS = 2·n·d_model·width (projections) +
 //   2·n²·Σd_k (scores) + 2·n²·Σd_v (A·V) per report, heads 0..H; pct_peak = GFLOPS over
 //   measure_fp32_peak_gflops() x threads (the peak is one core's, at the best level).
@@ -27,6 +29,7 @@
 
 #include "headsep/attention.hpp"
 #include "headsep/kernels.hpp"
+#include "kernels/attention_simd.hpp"
 
 using namespace headsep;
 
@@ -103,8 +106,9 @@ void set_counters(benchmark::State& st, const Shape& s, std::size_t reports_per_
       benchmark::Counter(flops * 1e-9 / (measure_fp32_peak_gflops() * threads) * 100.0, benchmark::Counter::kIsRate);
 }
 
-void run(benchmark::State& st, Shape s, SimdLevel level, int threads) {
+void run(benchmark::State& st, Shape s, SimdLevel level, int threads, bool blas) {
   Data& d = data_for(s);
+  kernels::set_attention_gemm_blas(blas);
   const std::size_t chunk = std::max<std::size_t>(1, kChunkTokens / s.n);
   tbb::enumerable_thread_specific<AttentionScratch> scratch;
   for (auto _ : st) {
@@ -124,6 +128,7 @@ void run(benchmark::State& st, Shape s, SimdLevel level, int threads) {
     });
     benchmark::ClobberMemory();
   }
+  kernels::set_attention_gemm_blas(false);
   set_counters(st, s, s.reports, threads);
 }
 
@@ -188,9 +193,25 @@ void kernel_only(benchmark::State& st, Shape s, SimdLevel level) {
   st.counters["kernel_GFLOPS"] = benchmark::Counter(kflops * 1e-9, benchmark::Counter::kIsRate);
 }
 
+/// Rows AttentionPlan::run projects at once for this shape (whole reports, <= 2048 tokens, ~1 MiB).
+std::size_t group_rows(const Shape& s) {
+  const std::size_t ld = s.width() >= 64 ? (s.width() + 15) / 16 * 16 : s.width();
+  const std::size_t tokens = std::min<std::size_t>(2048, (std::size_t(1) << 20) / (ld * sizeof(float)));
+  return std::max<std::size_t>(1, tokens / s.n) * s.n;
+}
+
+void projection_counters(benchmark::State& st, const Shape& s, std::size_t T) {
+  const double flops = double(st.iterations()) * 2.0 * double(T) * double(s.d_model) * double(s.width());
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * (T / s.n)));
+  st.counters["rows"] = double(T);
+  st.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
+  st.counters["pct_peak"] =
+      benchmark::Counter(flops * 1e-9 / measure_fp32_peak_gflops() * 100.0, benchmark::Counter::kIsRate);
+}
+
 void gemm_only(benchmark::State& st, Shape s) {
   Data& d = data_for(s);
-  const std::size_t reports = std::max<std::size_t>(1, kChunkTokens / s.n), T = reports * s.n, w = s.width();
+  const std::size_t T = group_rows(s), w = s.width();
   std::vector<float> c(T * w);
   for (auto _ : st) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(T), static_cast<int>(w),
@@ -198,11 +219,19 @@ void gemm_only(benchmark::State& st, Shape s) {
                 static_cast<int>(w), 0.0f, c.data(), static_cast<int>(w));
     benchmark::DoNotOptimize(c.data());
   }
-  const double flops = double(st.iterations()) * 2.0 * double(T) * double(s.d_model) * double(w);
-  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * reports));
-  st.counters["GFLOPS"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
-  st.counters["pct_peak"] =
-      benchmark::Counter(flops * 1e-9 / measure_fp32_peak_gflops() * 100.0, benchmark::Counter::kIsRate);
+  projection_counters(st, s, T);
+}
+
+void project_only(benchmark::State& st, Shape s, SimdLevel level) {
+  Data& d = data_for(s);
+  const std::size_t T = group_rows(s), w = s.width();
+  std::vector<float> c(T * w);
+  const auto packed = kernels::pack_panels(d.plan->proj().data(), s.d_model, w, nullptr);
+  for (auto _ : st) {
+    kernels::project_rows(level, d.x.data(), s.d_model, T, s.d_model, packed.get(), w, c.data(), w);
+    benchmark::DoNotOptimize(c.data());
+  }
+  projection_counters(st, s, T);
 }
 
 std::vector<Shape> shapes() {
@@ -220,14 +249,19 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond);
     for (auto level : supported_levels()) {
       const std::string lv(to_string(level));
+      benchmark::RegisterBenchmark(("project/" + s.name() + "/" + lv).c_str(),
+                                   [=](benchmark::State& st) { project_only(st, s, level); })
+          ->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("kernel/" + s.name() + "/" + lv).c_str(),
                                    [=](benchmark::State& st) { kernel_only(st, s, level); })
           ->Unit(benchmark::kMillisecond);
-      for (int threads : {1, 2})
-        benchmark::RegisterBenchmark(("run/" + s.name() + "/" + lv + "/threads:" + std::to_string(threads)).c_str(),
-                                     [=](benchmark::State& st) { run(st, s, level, threads); })
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
+      for (bool blas : {false, true})
+        for (int threads : {1, 2})
+          benchmark::RegisterBenchmark(
+              ((blas ? "run-blas/" : "run/") + s.name() + "/" + lv + "/threads:" + std::to_string(threads)).c_str(),
+              [=](benchmark::State& st) { run(st, s, level, threads, blas); })
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond);
     }
   }
   benchmark::Initialize(&argc, argv);

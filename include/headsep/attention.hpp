@@ -14,6 +14,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -150,6 +151,9 @@ class AttentionPlan {
   std::size_t ld_ = 0;               ///< row stride of the projections in scratch (>= width_)
   std::vector<std::uint32_t> cols_;  ///< per head h = 0..H: q_col, k_col, v_col, dk, dv (5 rows of H+1)
   bool has_bias_ = false, has_out_bias_ = false;  ///< a projection bias / b_O is non-zero
+  /// proj_ and W_O (input-major) in the projection kernel's panels, each followed by its padded
+  /// bias; 64-byte aligned, shared by copies of the plan (immutable).
+  std::shared_ptr<const float> packed_, packed_o_;
 };
 
 // ---- the fused kernel ------------------------------------------------------------------------

@@ -1,9 +1,17 @@
 // AttentionWeights, seeded weights, statistic names and AttentionPlan (see attention.hpp).
 //
-// run() per group of consecutive reports (at most kGroupTokens tokens, a longer report alone):
-//   X rows of the group ──sgemm──▶ scratch.qkv [token][ld] = X·proj + bias   (Q|K|V of every head)
+// run() per group of consecutive reports (at most kGroupTokens tokens and about kGroupBytes of
+// projections, so they are still in L2 when the kernel reads them; a longer report alone):
+//   X rows of the group ──project──▶ scratch.qkv [token][ld] = X·proj + bias  (Q|K|V of every head)
 //        └─ per report: attention_report (fused scores → softmax → A·V → metrics, kernels/)
-//                       └─ optional output projection: concat_h(O_h) W_O + b_O, one sgemm
+//                       └─ optional output projection: concat_h(O_h) W_O + b_O
+//
+// Projections: our own panel kernel (kernels::project_rows) by default, OpenBLAS sgemm with
+// HEADSEP_ATTENTION_GEMM=blas. Measured (bench_attention gemm/ vs project/, Xeon model 207, 1
+// core): Debian's OpenBLAS 0.3.21 does not know this CPU and runs its Prescott (SSE3) kernels,
+// ~14 GFLOP/s on these shapes; even forced to its SkylakeX kernels (OPENBLAS_CORETYPE) it is at
+// best on par with the panel kernel at K = d_model = 64..256. The panel kernel is also
+// row-independent by construction (bit-identical grouping with no padding).
 //
 // BLAS and threads: the engine runs plans inside oneTBB tasks, one scratch per thread. OpenBLAS's
 // pthread build would otherwise start its own pool per call and oversubscribe the cores TBB
@@ -21,7 +29,9 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -33,8 +43,21 @@
 namespace headsep {
 namespace {
 
-constexpr std::size_t kGroupTokens = 2048;  ///< tokens projected by one sgemm (a longer report alone)
-constexpr std::size_t kRowBlock = 16;       ///< every sgemm's row count is a multiple of this
+constexpr std::size_t kGroupTokens = 2048;        ///< tokens projected by one call (a longer report alone)
+constexpr std::size_t kGroupBytes = std::size_t(1) << 20;  ///< ... and about this many bytes of projections
+constexpr std::size_t kRowBlock = 16;             ///< OpenBLAS: every sgemm's row count is a multiple of this
+
+/// The projection backend: 0 = the panel kernel, 1 = OpenBLAS (HEADSEP_ATTENTION_GEMM=blas).
+std::atomic<int> g_gemm{-1};
+bool use_blas() {
+  int g = g_gemm.load(std::memory_order_relaxed);
+  if (g < 0) {
+    const char* env = std::getenv("HEADSEP_ATTENTION_GEMM");
+    g = env && std::string_view(env) == "blas" ? 1 : 0;
+    g_gemm.store(g, std::memory_order_relaxed);
+  }
+  return g == 1;
+}
 
 std::uint64_t splitmix64(std::uint64_t x) noexcept {
   x += 0x9E3779B97F4A7C15ull;
@@ -79,6 +102,8 @@ void single_threaded_blas() {
 }
 
 }  // namespace
+
+void kernels::set_attention_gemm_blas(bool blas) { g_gemm.store(blas ? 1 : 0, std::memory_order_relaxed); }
 
 void AttentionWeights::validate(std::string_view what) const {
   if (d_model == 0 || heads == 0 || d_k == 0 || d_v == 0)
@@ -181,6 +206,7 @@ AttentionPlan::AttentionPlan(const AttentionWeights& w, AttentionConfig config)
   put(2 * qw, w.s_w_v, w.s_b_v, dm);
   put(2 * qw + dm, w.w_v, w.b_v, H * dv);
   has_bias_ = any_nonzero(bias_);
+  packed_ = kernels::pack_panels(proj_.data(), dm, width_, bias_.data());
 
   if (!w.w_o.empty()) {  // W_O [d_model][H*dv] -> input-major [H*dv][d_model]
     const std::size_t hv = H * dv;
@@ -189,6 +215,7 @@ AttentionPlan::AttentionPlan(const AttentionWeights& w, AttentionConfig config)
       for (std::size_t i = 0; i < hv; ++i) w_o_t_[i * dm + o] = w.w_o[o * hv + i];
     b_o_ = w.b_o.empty() ? std::vector<float>(dm, 0.0f) : w.b_o;
     has_out_bias_ = any_nonzero(b_o_);
+    packed_o_ = kernels::pack_panels(w_o_t_.data(), hv, dm, b_o_.data());
   }
 }
 
@@ -228,6 +255,37 @@ std::size_t AttentionPlan::report_bytes(std::size_t n) const noexcept {
   return qkv + std::max(xpad, outp) + work;
 }
 
+namespace {
+
+/// OpenBLAS projections of `tokens` rows: rows [0, full) straight from X, the last partial row
+/// block through a zero-padded kRowBlock-row copy (see the top of this file).
+void blas_rows(const float* x, std::size_t tokens, std::size_t dm, const std::vector<float>& proj,
+               const std::vector<float>& bias, bool has_bias, std::size_t width, std::size_t ld,
+               AttentionScratch& scratch) {
+  const std::size_t full = tokens / kRowBlock * kRowBlock, rest = tokens - full;
+  const std::size_t rows = full + (rest ? kRowBlock : 0);
+  const std::size_t qkv_floats = rows * ld + kernels::kAttnMaxLanes;
+  if (scratch.qkv.size() < qkv_floats) scratch.qkv.resize(qkv_floats);
+  float* qkv = scratch.qkv.data();
+  if (has_bias)
+    for (std::size_t t = 0; t < rows; ++t) std::memcpy(qkv + t * ld, bias.data(), width * sizeof(float));
+  const float beta = has_bias ? 1.0f : 0.0f;
+  const int N = static_cast<int>(width), K = static_cast<int>(dm);
+  if (full)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(full), N, K, 1.0f, x, K, proj.data(), N,
+                beta, qkv, static_cast<int>(ld));
+  if (rest) {
+    if (scratch.acc.size() < kRowBlock * dm) scratch.acc.resize(kRowBlock * dm);
+    float* xp = scratch.acc.data();
+    std::memcpy(xp, x + full * dm, rest * dm * sizeof(float));
+    std::memset(xp + rest * dm, 0, (kRowBlock - rest) * dm * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kRowBlock), N, K, 1.0f, xp, K, proj.data(),
+                N, beta, qkv + full * ld, static_cast<int>(ld));
+  }
+}
+
+}  // namespace
+
 void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::size_t n_reports, std::uint32_t axes,
                         const float* const* axis, SimdLevel level, const AttentionOut& out, AttentionScratch& scratch,
                         std::size_t max_report_bytes) const {
@@ -252,12 +310,14 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
   in.axis = ax.data();
   const std::size_t hv = H * d_v_;
 
+  const bool blas = use_blas();
+  const std::size_t group_tokens = std::max<std::size_t>(1, std::min(kGroupTokens, kGroupBytes / (ld * sizeof(float))));
   for (std::size_t r0 = 0; r0 < n_reports;) {
-    // The group: consecutive reports while the tokens fit kGroupTokens (at least one report).
+    // The group: consecutive reports while the tokens fit group_tokens (at least one report).
     std::size_t r1 = r0, tokens = 0;
     while (r1 < n_reports) {
       const std::size_t n = static_cast<std::size_t>(token_offset[r1 + 1] - token_offset[r1]);
-      if (r1 > r0 && tokens + n > kGroupTokens) break;
+      if (r1 > r0 && tokens + n > group_tokens) break;
       const std::size_t need = report_bytes(n);
       if (need > max_report_bytes)
         throw Error("attention: report " + std::to_string(r1) + " has " + std::to_string(n) + " tokens and needs " +
@@ -268,27 +328,13 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
     }
     const std::uint64_t t0 = token_offset[r0];
 
-    // Projections of the group: rows [0, full) straight from X, the last partial block padded.
-    const std::size_t full = tokens / kRowBlock * kRowBlock, rest = tokens - full;
-    const std::size_t rows = full + (rest ? kRowBlock : 0);
-    const std::size_t qkv_floats = rows * ld + kernels::kAttnMaxLanes;
-    if (scratch.qkv.size() < qkv_floats) scratch.qkv.resize(qkv_floats);  // zeroed: padding columns stay 0
-    float* qkv = scratch.qkv.data();
-    if (has_bias_)
-      for (std::size_t t = 0; t < rows; ++t) std::memcpy(qkv + t * ld, bias_.data(), width_ * sizeof(float));
-    const float beta = has_bias_ ? 1.0f : 0.0f;
-    const int M = static_cast<int>(full), N = static_cast<int>(width_), K = static_cast<int>(dm);
-    if (full)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, x + t0 * dm, K, proj_.data(), N, beta, qkv,
-                  static_cast<int>(ld));
-    if (rest) {
-      if (scratch.acc.size() < kRowBlock * dm) scratch.acc.resize(kRowBlock * dm);
-      float* xp = scratch.acc.data();
-      std::memcpy(xp, x + (t0 + full) * dm, rest * dm * sizeof(float));
-      std::memset(xp + rest * dm, 0, (kRowBlock - rest) * dm * sizeof(float));
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(kRowBlock), N, K, 1.0f, xp, K,
-                  proj_.data(), N, beta, qkv + full * ld, static_cast<int>(ld));
+    if (blas) {
+      blas_rows(x + t0 * dm, tokens, dm, proj_, bias_, has_bias_, width_, ld, scratch);
+    } else {
+      if (scratch.qkv.size() < tokens * ld + kernels::kAttnMaxLanes) scratch.qkv.resize(tokens * ld + kernels::kAttnMaxLanes);
+      kernels::project_rows(level, x + t0 * dm, dm, tokens, dm, packed_.get(), width_, scratch.qkv.data(), ld);
     }
+    const float* qkv = scratch.qkv.data();
 
     for (std::size_t r = r0; r < r1; ++r) {
       const std::uint64_t b = token_offset[r];
@@ -319,11 +365,15 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
         for (std::size_t h = 0; h < H; ++h)
           std::memcpy(cat + q * hv + h * d_v_, o1 + (h * nq + q) * d_v_, d_v_ * sizeof(float));
       float* y = out.output + out.output_offset[r];
-      if (has_out_bias_)
-        for (std::size_t q = 0; q < nq; ++q) std::memcpy(y + q * dm, b_o_.data(), dm * sizeof(float));
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nq), static_cast<int>(dm),
-                  static_cast<int>(hv), 1.0f, cat, static_cast<int>(hv), w_o_t_.data(), static_cast<int>(dm),
-                  has_out_bias_ ? 1.0f : 0.0f, y, static_cast<int>(dm));
+      if (blas) {
+        if (has_out_bias_)
+          for (std::size_t q = 0; q < nq; ++q) std::memcpy(y + q * dm, b_o_.data(), dm * sizeof(float));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nq), static_cast<int>(dm),
+                    static_cast<int>(hv), 1.0f, cat, static_cast<int>(hv), w_o_t_.data(), static_cast<int>(dm),
+                    has_out_bias_ ? 1.0f : 0.0f, y, static_cast<int>(dm));
+      } else {
+        kernels::project_rows(level, cat, hv, nq, hv, packed_o_.get(), dm, y, dm);
+      }
     }
     r0 = r1;
   }

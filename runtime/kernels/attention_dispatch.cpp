@@ -1,7 +1,9 @@
 // Runs the fused attention kernel at a level: checks, working memory (the only allocations: in
 // this baseline-flags file, never in a per-arch object), the scalar reference or the SIMD
 // instantiation; and the fp32 peak microbenchmark the benchmarks report efficiency against.
+#include <algorithm>
 #include <chrono>
+#include <new>
 #include <string>
 
 #include "attention_scalar.hpp"
@@ -52,6 +54,41 @@ std::size_t attention_work_floats(const AttentionReport& in, std::uint32_t tq) n
 }
 
 std::size_t attention_work_doubles(const AttentionReport& in) noexcept { return 2 * (std::size_t(in.heads) + 1); }
+
+std::shared_ptr<const float> pack_panels(const float* b, std::size_t K, std::size_t N, const float* bias) {
+  const std::size_t panels = (N + kPanel - 1) / kPanel, floats = panels * (K + 1) * kPanel;
+  float* p = static_cast<float*>(::operator new(floats * sizeof(float), std::align_val_t(64)));
+  std::shared_ptr<const float> owner(p, [](const float* q) { ::operator delete(const_cast<float*>(q), std::align_val_t(64)); });
+  std::fill(p, p + floats, 0.0f);
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t n = 0; n < N; ++n) p[(n / kPanel * K + k) * kPanel + n % kPanel] = b[k * N + n];
+  if (bias)
+    for (std::size_t n = 0; n < N; ++n) p[panels * K * kPanel + n] = bias[n];
+  return owner;
+}
+
+void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
+                  std::size_t N, float* c, std::size_t ldc) {
+  require_supported(level);
+  const float* packed_bias = packed + (N + kPanel - 1) / kPanel * K * kPanel;
+  switch (level) {
+#if HEADSEP_KERNELS_X86
+    case SimdLevel::sse2: return attention_kernel<xsimd::sse2>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc);
+    case SimdLevel::avx2: return attention_kernel<fma3_avx2>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc);
+    case SimdLevel::avx512:
+      return attention_kernel<xsimd::avx512bw>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc);
+#endif
+    default: break;
+  }
+  // Reference: bias + Σ_k x b, k in order, unfused.
+  for (std::size_t m = 0; m < M; ++m)
+    for (std::size_t n = 0; n < N; ++n) {
+      float s = packed_bias[n];
+      const float* bp = packed + n / kPanel * K * kPanel + n % kPanel;
+      for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * bp[k * kPanel];
+      c[m * ldc + n] = s;
+    }
+}
 
 }  // namespace kernels
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include <xsimd/xsimd.hpp>
 
@@ -38,9 +39,32 @@ std::size_t attention_work_doubles(const AttentionReport& in) noexcept;
 /// Returns the number of query rows (0 for an empty report); *first = the first query's index.
 std::size_t attention_query_rows(const AttentionReport& in, std::size_t* first) noexcept;
 
+/// Columns per panel of a packed projection matrix (pack_panels): a multiple of every level's
+/// micro-kernel width (3 vectors: 48 floats on AVX-512, 24 on AVX2, 12 on SSE2).
+inline constexpr std::size_t kPanel = 48;
+
+/// B [K][N] row-major packed for project_rows: ceil(N / kPanel) panels of kPanel columns, each
+/// [K][kPanel] contiguous, columns past N zero; then the bias (N values, nullptr = 0), padded
+/// likewise. 64-byte aligned (the kernels load it aligned).
+std::shared_ptr<const float> pack_panels(const float* b, std::size_t K, std::size_t N, const float* bias);
+
+/// C[m][0, N) = bias + X[m]·B for rows m < M at `level` (B as pack_panels left it). Every element is
+/// bias + Σ_k in k order, one FMA chain per element whatever M is or where the row sits: a row's
+/// result never depends on the other rows of the call (grouping reports cannot change bits).
+void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
+                  std::size_t N, float* c, std::size_t ldc);
+
+/// AttentionPlan's projection backend: false = project_rows (default), true = OpenBLAS sgemm.
+/// The default comes from HEADSEP_ATTENTION_GEMM (=blas); tests and benchmarks switch it here.
+/// Process-wide; set it before plans run, not while they do.
+void set_attention_gemm_blas(bool blas);
+
 template <class Arch>
 struct attention_kernel {
   void operator()(const AttentionReport& in, const AttentionReportOut& out, const AttentionWork& w) const;
+  /// project_rows at this level.
+  void project(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
+               const float* packed_bias, std::size_t N, float* c, std::size_t ldc) const;
   /// `rounds` rounds of independent FMA chains (enough to hide the FMA latency); returns a value
   /// that depends on every chain. Flops done: rounds * fma_chain_flops().
   float fma_chains(std::size_t rounds, float x) const;

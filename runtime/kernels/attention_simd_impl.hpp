@@ -502,6 +502,64 @@ struct AK {
       }
   }
 
+  // ---- projections: C = bias + X·B, B packed in kPanel-column panels ----------------------
+  // Micro-kernel: GMR rows x GV vectors of one panel; per k one broadcast of X[m][k] feeds GV
+  // FMAs (24 accumulators on AVX-512, 12 on AVX2/SSE2). Panel outer, rows inner: the panel
+  // (K x 48 floats) stays in L1/L2 while the group's rows stream past it.
+  static constexpr std::size_t GV = 3;
+  static constexpr std::size_t GMR = W >= 16 ? 8 : 4;
+  static_assert(kPanel % (GV * W) == 0);
+
+  template <std::size_t R>
+  static void gemm_tile(const float* x, std::size_t ldx, std::size_t K, const float* bp, const float* bias, float* c,
+                        std::size_t ldc) noexcept {
+    B acc[R][GV];
+    for (std::size_t j = 0; j < GV; ++j) {
+      const B b = B::load_aligned(bias + j * W);
+      for (std::size_t r = 0; r < R; ++r) acc[r][j] = b;
+    }
+    for (std::size_t k = 0; k < K; ++k, bp += kPanel) {
+      B b[GV];
+      for (std::size_t j = 0; j < GV; ++j) b[j] = B::load_aligned(bp + j * W);
+      for (std::size_t r = 0; r < R; ++r) {
+        const B a(x[r * ldx + k]);
+        for (std::size_t j = 0; j < GV; ++j) acc[r][j] = fmadd(a, b[j], acc[r][j]);
+      }
+    }
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t j = 0; j < GV; ++j) acc[r][j].store_unaligned(c + r * ldc + j * W);
+  }
+
+  template <std::size_t R = GMR>
+  static void gemm_rows(std::size_t rows, const float* x, std::size_t ldx, std::size_t K, const float* bp,
+                        const float* bias, float* c, std::size_t ldc) noexcept {
+    if constexpr (R > 1)
+      if (rows < R) return gemm_rows<R - 1>(rows, x, ldx, K, bp, bias, c, ldc);
+    gemm_tile<R>(x, ldx, K, bp, bias, c, ldc);
+  }
+
+  static void project(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
+                      const float* pbias, std::size_t N, float* c, std::size_t ldc) noexcept {
+    constexpr std::size_t SW = GV * W;  // columns of one micro-kernel
+    alignas(64) float tmp[GMR * SW];
+    for (std::size_t p = 0; p * kPanel < N; ++p) {
+      const float* bp = packed + p * K * kPanel;
+      for (std::size_t c0 = 0; c0 < kPanel && p * kPanel + c0 < N; c0 += SW) {
+        const std::size_t col = p * kPanel + c0, cols = lo(SW, N - col);
+        for (std::size_t m0 = 0; m0 < M; m0 += GMR) {
+          const std::size_t R = lo(GMR, M - m0);
+          if (cols == SW) {
+            gemm_rows(R, x + m0 * ldx, ldx, K, bp + c0, pbias + col, c + m0 * ldc + col, ldc);
+          } else {  // the last columns: through a stack tile, so nothing past column N is written
+            gemm_rows(R, x + m0 * ldx, ldx, K, bp + c0, pbias + col, tmp, SW);
+            for (std::size_t r = 0; r < R; ++r)
+              for (std::size_t j = 0; j < cols; ++j) c[(m0 + r) * ldc + col + j] = tmp[r * SW + j];
+          }
+        }
+      }
+    }
+  }
+
   static constexpr std::size_t kChains = W >= 16 ? 16 : 12;
 
   static float fma_chains(std::size_t rounds, float x) noexcept {
@@ -522,6 +580,12 @@ template <class Arch>
 void attention_kernel<Arch>::operator()(const AttentionReport& in, const AttentionReportOut& out,
                                          const AttentionWork& w) const {
   attn_detail::AK<Arch>::run(in, out, w);
+}
+template <class Arch>
+void attention_kernel<Arch>::project(const float* x, std::size_t ldx, std::size_t M, std::size_t K,
+                                     const float* packed, const float* packed_bias, std::size_t N, float* c,
+                                     std::size_t ldc) const {
+  attn_detail::AK<Arch>::project(x, ldx, M, K, packed, packed_bias, N, c, ldc);
 }
 template <class Arch>
 float attention_kernel<Arch>::fma_chains(std::size_t rounds, float x) const {

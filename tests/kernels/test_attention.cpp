@@ -36,6 +36,7 @@
 #include "headsep/attention.hpp"
 #include "headsep/error.hpp"
 #include "headsep/kernels.hpp"
+#include "kernels/attention_simd.hpp"
 
 using namespace headsep;
 
@@ -572,8 +573,20 @@ AttentionWeights with_biases(AttentionWeights w, std::uint64_t seed) {
 
 }  // namespace
 
+/// Runs `body` with the panel projections, then with OpenBLAS (restoring the default after).
+template <class F>
+void each_gemm(F&& body) {
+  for (bool blas : {false, true}) {
+    kernels::set_attention_gemm_blas(blas);
+    INFO((blas ? "OpenBLAS projections" : "panel projections"));
+    body();
+  }
+  kernels::set_attention_gemm_blas(false);
+}
+
 TEST_CASE("AttentionPlan matches attention computed in double straight from the weights", "[attention][plan]") {
   const std::uint32_t dm = 12, H = 3, dk = 4, dv = 5;
+  each_gemm([&] {
   for (bool biases : {false, true})
     for (auto mask : {MaskKind::none, MaskKind::causal}) {
       AttentionWeights w = seeded_attention_weights(dm, H, dk, dv, 42);
@@ -633,6 +646,7 @@ TEST_CASE("AttentionPlan matches attention computed in double straight from the 
         }
       }
     }
+  });
 }
 
 TEST_CASE("AttentionPlan: grouping never changes a bit (all at once vs one by one)", "[attention][plan]") {
@@ -644,7 +658,8 @@ TEST_CASE("AttentionPlan: grouping never changes a bit (all at once vs one by on
   struct Shape {
     std::uint32_t dm, H, dk, dv;
   };
-  for (Shape s : {Shape{16, 2, 8, 8}, Shape{13, 3, 5, 7}, Shape{2, 2, 1, 1}})
+  each_gemm([&] {
+  for (Shape s : {Shape{16, 2, 8, 8}, Shape{13, 3, 5, 7}, Shape{2, 2, 1, 1}, Shape{64, 4, 16, 16}})
     for (bool biases : {false, true}) {
       AttentionWeights w = seeded_attention_weights(s.dm, s.H, s.dk, s.dv, 9);
       if (biases) w = with_biases(w, 1);
@@ -658,6 +673,7 @@ TEST_CASE("AttentionPlan: grouping never changes a bit (all at once vs one by on
         CHECK(same_bits(all, one));
       }
     }
+  });
 }
 
 TEST_CASE("seeded weights are deterministic and follow the documented formula", "[attention][plan]") {
