@@ -13,29 +13,39 @@ constexpr double kZeroThreshold = 1e-300;
 __extension__ typedef unsigned __int128 u128;
 }  // namespace
 
-void Moments::add(double x) noexcept {
-  ++n_;
-  const double delta = x - mean_;
-  mean_ += delta / static_cast<double>(n_);
-  m2_ += delta * (x - mean_);
-  if (x < min_) min_ = x;
-  if (x > max_) max_ = x;
+void Moments::add(const double* x, std::size_t n) noexcept {
+  if (n == 0) return;
+  if (n_ == 0) shift_ = min_ = max_ = x[0];
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = x[i] - shift_;
+    s1_ += d;
+    s2_ += d * d;
+    min_ = std::min(min_, x[i]);
+    max_ = std::max(max_, x[i]);
+  }
+  n_ += n;
 }
 
 void Moments::merge(const Moments& other) noexcept {
   if (other.n_ == 0) return;
   if (n_ == 0) return void(*this = other);
+  // Centre both parts on their own means, combine (Chan et al.), re-centre on the combined mean.
   const double na = double(n_), nb = double(other.n_), nn = na + nb;
-  const double delta = other.mean_ - mean_;
-  mean_ += delta * (nb / nn);
-  m2_ += other.m2_ + delta * delta * (na * (nb / nn));
+  const double mean_a = shift_ + s1_ / na, mean_b = other.shift_ + other.s1_ / nb;
+  const double m2_a = std::max(0.0, s2_ - s1_ * s1_ / na), m2_b = std::max(0.0, other.s2_ - other.s1_ * other.s1_ / nb);
+  const double delta = mean_b - mean_a;
+  shift_ = mean_a + delta * (nb / nn);
+  s1_ = 0.0;
+  s2_ = m2_a + m2_b + delta * delta * (na * (nb / nn));
   n_ += other.n_;
   min_ = std::min(min_, other.min_);
   max_ = std::max(max_, other.max_);
 }
 
-double Moments::mean() const noexcept { return n_ == 0 ? kNaN : mean_; }
-double Moments::variance() const noexcept { return n_ < 2 ? 0.0 : std::max(0.0, m2_ / double(n_)); }
+double Moments::mean() const noexcept { return n_ == 0 ? kNaN : shift_ + s1_ / double(n_); }
+double Moments::variance() const noexcept {
+  return n_ < 2 ? 0.0 : std::max(0.0, (s2_ - s1_ * s1_ / double(n_)) / double(n_));
+}
 double Moments::stddev() const noexcept { return std::sqrt(variance()); }
 double Moments::min() const noexcept { return n_ == 0 ? kNaN : min_; }
 double Moments::max() const noexcept { return n_ == 0 ? kNaN : max_; }

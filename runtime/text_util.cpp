@@ -229,4 +229,12 @@ std::optional<double> parse_finite_double(std::string_view s) {
   return v;
 }
 
+std::optional<std::string> canonical_double(std::string_view s) {
+  auto v = parse_finite_double(s);
+  if (!v) return std::nullopt;
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, *v);
+  return std::string(buf, r.ptr);
+}
+
 }  // namespace headsep

@@ -27,8 +27,15 @@ void append_csv_field(std::string& out, std::string_view s);
 /// Byte offset of the first invalid UTF-8 sequence, or nullopt when valid.
 std::optional<std::size_t> find_invalid_utf8(std::string_view s);
 
-/// Parses a whole field as a finite double the way Python's float() does for plain numbers
-/// (surrounding blanks and a leading '+' allowed). nullopt on anything else, inf and nan included.
+/// The one number grammar for user input: CSV feature and weight fields and `-p key=value` for
+/// float parameters (docs/PLUGINS.md, "Parameter values"). Parses the whole text as a finite
+/// double the way Python's float() does for plain decimal numbers:
+///   [blanks] [+|-] (digits [. [digits]] | . digits) [(e|E) [+|-] digits] [blanks]
+/// Underflow rounds to the nearest double (0 or subnormal, as Python); nullopt on anything
+/// else: overflow, inf, nan, hex floats (0x1p3), digit separators (1_000, 1,5), empty text.
 std::optional<double> parse_finite_double(std::string_view s);
+/// A float parameter value in canonical form: parse_finite_double, then the shortest decimal
+/// that reads back to the same double ("+2.50" -> "2.5", "1e-400" -> "0"). nullopt if invalid.
+std::optional<std::string> canonical_double(std::string_view s);
 
 }  // namespace headsep

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "test_util.hpp"
 #include "text_util.hpp"
 
 using namespace headsep;
@@ -112,4 +113,49 @@ TEST_CASE("numbers parse like Python's float() for plain decimals", "[text]") {
   CHECK_FALSE(parse_finite_double("-infinity"));
   CHECK_FALSE(parse_finite_double("1e400"));
   CHECK_FALSE(parse_finite_double("+-1"));
+}
+
+TEST_CASE("one number grammar: every accepted and refused form", "[text]") {
+  // Accepted: decimal, fixed or exponent, signs, surrounding blanks, no digits on one side of '.'.
+  CHECK(parse_finite_double(".5") == 0.5);
+  CHECK(parse_finite_double("5.") == 5.0);
+  CHECK(parse_finite_double("\t-2E+2\r\n") == -200.0);
+  CHECK(parse_finite_double("1e-320") == 1e-320);  // subnormal kept
+  CHECK(parse_finite_double("-0") == 0.0);
+  CHECK(parse_finite_double("1.7976931348623157e308") == 1.7976931348623157e308);
+  // Refused: hex floats, inf/nan in any spelling, separators, lone signs or exponents, inner blanks.
+  for (const char* bad : {"0x1p3", "0X10", "1p3", "Infinity", "+inf", "NaN", "-nan(1)", "1_000", "1,5", "1 000", "+", "-",
+                          ".", "e5", "1e", "1e+", "--1", "-+1", "++1", "1..2", "1.2.3", "1.8e308", "\xef\xbc\x91"})
+    CHECK_FALSE(parse_finite_double(bad));
+  CHECK_FALSE(parse_finite_double(std::string_view("1\0", 2)));
+}
+
+TEST_CASE("float parameter values: the CSV grammar, then the shortest round-trip form", "[text][params]") {
+  CHECK(canonical_double("+2.50") == "2.5");
+  CHECK(canonical_double(" 3 ") == "3");
+  CHECK(canonical_double("1e-400") == "0");
+  CHECK(canonical_double("-0.0") == "-0");
+  CHECK(canonical_double("0.1") == "0.1");
+  CHECK(canonical_double("1E3") == "1000");
+  CHECK(canonical_double("123456789012345678901234567890") == "1.2345678901234568e+29");
+  for (const char* bad : {"0x1p1", "inf", "nan", "1e400", "", "3.0f", "1_0"}) CHECK_FALSE(canonical_double(bad));
+}
+
+TEST_CASE("-p accepts the documented float forms and refuses the others as usage errors", "[text][params][cli]") {
+  using namespace testutil;
+  const std::string run = "run -s ops-reports -w axis-focus -p reports=50 -q --format jsonl -p sharpness=";
+  const auto ref = run_cli(run + "3");
+  REQUIRE(ref.status == 0);
+  for (const char* same : {"+3", "3.0", "' 3e0 '", "300e-2", ".3e1"}) {
+    INFO(same);
+    const auto r = run_cli(run + same);
+    CHECK(r.status == 0);
+    CHECK(r.out == ref.out);
+  }
+  for (const char* bad : {"0x1.8p1", "inf", "nan", "1e999", "3,0", "1_0"}) {
+    INFO(bad);
+    const auto r = run_cli(run + bad);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains("parameter 'sharpness' expects a finite number"));
+  }
 }
