@@ -841,6 +841,7 @@ class PluginWeighting final : public Weighting {
     cs.n_scenarios = static_cast<std::uint32_t>(scens.size());
     cs.scenario_names = scens.data();
     cs.given_heads = schema.given_heads;
+    cs.d_model = schema.d_model;  // ABI 1.1
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;
     try {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -44,7 +45,7 @@ struct RunArgs {
   std::vector<std::string> plugin_dirs;        // --plugin-dir
   std::vector<std::string> reports;
   unsigned threads = 0;
-  std::size_t chunk = 8192;
+  std::size_t chunk = 0;  // 0 = automatic (8192; attention schemes: by X's width)
   std::string attention, attention_reports = "first:8";  // --attention PATH, --attention-reports SPEC
   std::size_t max_report_mb = 2048;
 };
@@ -172,7 +173,7 @@ Setup build_setup(const RunArgs& a) {
 
 RunOptions run_options(const RunArgs& a) {
   RunOptions opt;
-  opt.chunk_reports = a.chunk;
+  opt.chunk_reports = a.chunk ? a.chunk : 8192;
   opt.threads = a.threads;
   opt.simd = a.simd.empty() ? default_level() : parse_simd_level(a.simd);
   if (a.precision == "f64") opt.precision = Precision::f64;
@@ -193,6 +194,13 @@ int execute(Setup& s, const RunArgs& a) {
   RunInfo info{s.axes.names(), s.weighting->heads()};
   info.attention = s.weighting->per_query() || s.weighting->attention(0) != nullptr;
   opt.max_report_bytes = a.max_report_mb << 20;
+  if (info.attention && a.chunk == 0) {
+    // A batch holds chunk x tokens x d_model floats of X (and the engine keeps 2 x threads batches
+    // alive): scale the default so wide embeddings do not multiply memory, 64 KiB-floats / width.
+    const auto& sc = s.source->schema();
+    const std::size_t width = std::max<std::size_t>(1, sc.d_model ? sc.d_model : sc.feature_names.size());
+    opt.chunk_reports = std::clamp<std::size_t>(65536 / width, 32, 8192);
+  }
   const bool rows_to_stdout = a.output.empty() &&
                               (!a.format.empty() || (a.per_report.empty() && a.summary.empty() && s.source->schema().names_scenarios));
   std::vector<ResultSink*> sinks;
@@ -353,7 +361,9 @@ int main(int argc, char** argv) {
   runc->add_option("--threads", ra.threads, "Worker threads (0 = all cores)");
   runc->add_option("--simd", ra.simd, "Force a SIMD level: scalar, sse2, avx2, avx512 (default: best, or $HEADSEP_SIMD)");
   runc->add_option("--precision", ra.precision, "f64 (default, the seed's arithmetic) or f32")->capture_default_str();
-  runc->add_option("--chunk", ra.chunk, "Reports per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  runc->add_option("--chunk", ra.chunk,
+                   "Reports per batch (default 8192; attention schemes: 65536 / d_model, within 32..8192)")
+      ->check(CLI::PositiveNumber);
   runc->add_option("--attention", ra.attention,
                    "Attention schemes: write the attention maps (and multi-head output) of chosen reports as JSON lines");
   runc->add_option("--attention-reports", ra.attention_reports, "Reports --attention keeps: first:N, all, index:I,J,.., id:A,B,..")

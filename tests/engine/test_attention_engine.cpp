@@ -153,6 +153,16 @@ TEST_CASE("attention errors name the plugin and leave no output", "[attention][c
   auto big = run_cli(kQkv + "-p reports=4 -p min_tokens=30000 -p max_tokens=30000 -p heads=2 --max-report-mb 1" + out);
   CHECK(big.status == 1);
   CHECK_THAT(big.err, Contains("report '#0'") && Contains("30000 tokens") && Contains("qkv") && Contains("--max-report-mb"));
+  // A bad weights file: the file and the tensor are named, exit 1, nothing written.
+  write_file(dir.file("../bad-mha.safetensors"), std::string("\x10\0\0\0\0\0\0\0{\"in_proj_weight\":", 27));
+  auto bad = run_cli(kQkv + "-p reports=10 -p heads=2 -p weights=" + shell_quote(dir.file("../bad-mha.safetensors")) + out);
+  std::filesystem::remove(dir.file("../bad-mha.safetensors"));
+  CHECK(bad.status == 1);
+  CHECK_THAT(bad.err, Contains("bad-mha.safetensors") && Contains("qkv"));
+  auto shape = run_cli(kQkv + "-p reports=10 -p heads=2 -p weights=" +
+                       shell_quote(source_path("tests/data/mha_small.safetensors")) + out);  // d_model 8, X is 16 wide
+  CHECK(shape.status == 1);
+  CHECK_THAT(shape.err, Contains("mha_small.safetensors") && Contains("16"));
   auto not_att = run_cli("run -s ops-reports -w axis-focus -p reports=10 --attention " + shell_quote(dir.file("m.jsonl")));
   CHECK(not_att.status == 2);
   CHECK_THAT(not_att.err, Contains("not an attention scheme"));
