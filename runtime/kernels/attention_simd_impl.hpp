@@ -63,24 +63,39 @@ struct AK {
 
   // ---- elementary functions --------------------------------------------------------------
 
-  /// e^y for y <= 0 (Cephes expf polynomial, 2^n by an exponent add); 0 for y < -87.3, where
-  /// e^y is below the smallest normal float (the reference gives a subnormal there: |diff| < 1e-38).
+  /// e^y for -88 <= y <= 0 (Cephes expf polynomial times 2^n). Below -87.3, where e^y is under
+  /// the smallest normal float, 0 (or a subnormal on AVX-512): |diff| < 1e-38 from the reference.
   static B exp_neg(B y) noexcept {
-    const B magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer in the low bits
-    const B t = fmadd(y, B(1.44269504088896341f), magic);
-    const B n = t - magic;
-    B r = fmadd(n, B(-0.693359375f), y);
-    r = fmadd(n, B(2.12194440e-4f), r);
-    B p(1.9875691500e-4f);
-    p = fmadd(p, r, B(1.3981999507e-3f));
-    p = fmadd(p, r, B(8.3334519073e-3f));
-    p = fmadd(p, r, B(4.1665795894e-2f));
-    p = fmadd(p, r, B(1.6666665459e-1f));
-    p = fmadd(p, r, B(5.0000001201e-1f));
-    p = fmadd(p, r * r, r) + B(1.0f);
-    // t's low bits hold n (two's complement): shifted into the exponent field, the high bits drop out.
-    const I scaled = xsimd::bitwise_cast<I>(p) + (xsimd::bitwise_cast<I>(t) << 23);
-    return xsimd::select(y < B(-87.3f), B(0.0f), xsimd::bitwise_cast<B>(scaled));
+    if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+      // n = round(y log2 e) and 2^n p by vscalefps, which also underflows to 0 by itself.
+      const B n(_mm512_roundscale_ps(y * B(1.44269504088896341f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      B r = fmadd(n, B(-0.693359375f), y);
+      r = fmadd(n, B(2.12194440e-4f), r);
+      B p(1.9875691500e-4f);
+      p = fmadd(p, r, B(1.3981999507e-3f));
+      p = fmadd(p, r, B(8.3334519073e-3f));
+      p = fmadd(p, r, B(4.1665795894e-2f));
+      p = fmadd(p, r, B(1.6666665459e-1f));
+      p = fmadd(p, r, B(5.0000001201e-1f));
+      p = fmadd(p, r * r, r) + B(1.0f);
+      return B(_mm512_scalef_ps(p, n));
+    } else {
+      const B magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer in the low bits
+      const B t = fmadd(y, B(1.44269504088896341f), magic);
+      const B n = t - magic;
+      B r = fmadd(n, B(-0.693359375f), y);
+      r = fmadd(n, B(2.12194440e-4f), r);
+      B p(1.9875691500e-4f);
+      p = fmadd(p, r, B(1.3981999507e-3f));
+      p = fmadd(p, r, B(8.3334519073e-3f));
+      p = fmadd(p, r, B(4.1665795894e-2f));
+      p = fmadd(p, r, B(1.6666665459e-1f));
+      p = fmadd(p, r, B(5.0000001201e-1f));
+      p = fmadd(p, r * r, r) + B(1.0f);
+      // t's low bits hold n (two's complement): shifted into the exponent field, the high bits drop out.
+      const I scaled = xsimd::bitwise_cast<I>(p) + (xsimd::bitwise_cast<I>(t) << 23);
+      return xsimd::select(y < B(-87.3f), B(0.0f), xsimd::bitwise_cast<B>(scaled));
+    }
   }
 
   /// log x for normal x > 0 (x >= FLT_MIN), absolute error ~1e-7. x = 2^e m, m in [1, 2); the top
@@ -91,8 +106,9 @@ struct AK {
   /// permute and keeps the Cephes polynomial (~20 ops). The JS divergences spend most of their
   /// time here (one log per key per pair of heads).
   static B log_pos(B x) noexcept {
-    const B ln2_hi(0.693147182f), ln2_lo(-1.90465432e-9f);
+    // ln2's rounding in f32 (2e-9 per unit of e) is far below the table's error.
     if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+      const B ln2(0.693147182f);
       alignas(64) static constexpr float inv_c[16] = {
           0.96875f,   0.9140625f,  0.865234375f, 0.8203125f,   0.78125f,    0.744140625f, 0.7109375f,  0.681640625f,
           0.65234375f, 0.626953125f, 0.603515625f, 0.58203125f, 0.560546875f, 0.54296875f,  0.525390625f, 0.5078125f};
@@ -108,8 +124,9 @@ struct AK {
       B p = fmadd(r, B(-0.25f), B(0.333333343f));
       p = fmadd(p, r, B(-0.5f));
       p = fmadd(p, r * r, r);
-      return fmadd(e, ln2_hi, fmadd(e, ln2_lo, lc + p));
+      return fmadd(e, ln2, lc + p);
     } else if constexpr (std::is_base_of_v<xsimd::avx2, A>) {
+      const B ln2(0.693147182f);
       alignas(32) static constexpr float inv_c[8] = {0.94140625f, 0.841796875f, 0.76171875f, 0.6953125f,
                                                      0.640625f,   0.591796875f, 0.55078125f, 0.515625f};
       alignas(32) static constexpr float log_c[8] = {0.060380511f, 0.172216535f, 0.272177875f, 0.363393903f,
@@ -125,7 +142,7 @@ struct AK {
       p = fmadd(p, r, B(0.333333343f));
       p = fmadd(p, r, B(-0.5f));
       p = fmadd(p, r * r, r);
-      return fmadd(e, ln2_hi, fmadd(e, ln2_lo, lc + p));
+      return fmadd(e, ln2, lc + p);
     } else {
       // Cephes logf: m in [sqrt(1/2), sqrt(2)) split by integer arithmetic, degree-9 polynomial.
       const I bits = xsimd::bitwise_cast<I>(x);
@@ -150,11 +167,74 @@ struct AK {
   }
 
   static float hmax(B v) noexcept {
-    alignas(64) float t[W];
-    v.store_aligned(t);
-    float m = t[0];
-    for (std::size_t i = 1; i < W; ++i) m = t[i] > m ? t[i] : m;
-    return m;
+    if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+      return _mm512_reduce_max_ps(v);
+    } else if constexpr (std::is_base_of_v<xsimd::avx2, A>) {
+      __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+      m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+      return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+    } else {
+      alignas(64) float t[W];
+      v.store_aligned(t);
+      float m = t[0];
+      for (std::size_t i = 1; i < W; ++i) m = t[i] > m ? t[i] : m;
+      return m;
+    }
+  }
+
+  /// dst[i·ldd + j] = src[j·lds + i] for a W x W block (i, j < W): W loads, an in-register
+  /// transpose (AVX-512 16x16, AVX2 8x8, SSE2 4x4), W aligned stores.
+  static void transpose_block(const float* src, std::size_t lds, float* dst, std::size_t ldd) noexcept {
+    if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+      __m512 r[16], t[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
+      for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+      }
+      for (int i = 0; i < 16; i += 4)
+        for (int j = 0; j < 2; ++j) {
+          const __m512d a = _mm512_castps_pd(t[i + j]), b = _mm512_castps_pd(t[i + j + 2]);
+          r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+          r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+      for (int i = 0; i < 16; i += 8)
+        for (int j = 0; j < 4; ++j) {
+          t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+          t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+        }
+      for (int j = 0; j < 8; ++j) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+        r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+      }
+      for (int m = 0; m < 16; ++m) _mm512_store_ps(dst + m * ldd, r[m]);
+    } else if constexpr (std::is_base_of_v<xsimd::avx2, A>) {
+      __m256 r[8], t[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+      for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+      }
+      for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+      }
+      for (int j = 0; j < 4; ++j) {
+        t[j] = _mm256_permute2f128_ps(r[j], r[j + 4], 0x20);
+        t[j + 4] = _mm256_permute2f128_ps(r[j], r[j + 4], 0x31);
+      }
+      for (int m = 0; m < 8; ++m) _mm256_store_ps(dst + m * ldd, t[m]);
+    } else {
+      __m128 r0 = _mm_loadu_ps(src), r1 = _mm_loadu_ps(src + lds), r2 = _mm_loadu_ps(src + 2 * lds),
+             r3 = _mm_loadu_ps(src + 3 * lds);
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      _mm_store_ps(dst, r0);
+      _mm_store_ps(dst + ldd, r1);
+      _mm_store_ps(dst + 2 * ldd, r2);
+      _mm_store_ps(dst + 3 * ldd, r3);
+    }
   }
 
   // ---- micro-kernels ---------------------------------------------------------------------
@@ -245,21 +325,23 @@ struct AK {
   }
 
   /// Softmax of one score row in place: s[0, lv) (entries [len, lv) hold -inf) becomes the
-  /// probabilities. Returns 1/Z, the entropy log Z - Σ e^y y / Z and Σ a; adds Σ_k a_k x_c[k] to
-  /// ctx[c·S] for the CC axes (CC = C when C <= 4: the axis sums ride along the exp pass in
-  /// registers, scaled by 1/Z at the end; kAnyC: one dot product per axis after normalising).
+  /// probabilities. Returns Z, Σ e^y y / Z (the entropy is log Z minus it: logs are taken for a
+  /// whole tile at once) and Σ a; ctx[c·ldc] = Σ_k a_k x_c[k] for the axes (CC = C when C <= 4:
+  /// the axis sums ride along the exp pass in registers, scaled by 1/Z at the end; kAnyC: one dot
+  /// product per axis after normalising).
   static constexpr std::size_t kAnyC = 5;
   template <std::size_t CC>
   static void softmax_row(float* s, std::size_t lv, float scale, const float* ax, std::size_t np, std::size_t C,
-                          double* ctx, std::size_t S, float& inv_z, float& entropy, float& sum) noexcept {
+                          float* ctx, std::size_t ldc, float& z_out, float& tz_out, float& sum) noexcept {
     B mx(-std::numeric_limits<float>::infinity());
     for (std::size_t k = 0; k < lv; k += W) mx = xsimd::max(mx, B::load_aligned(s + k));
-    const B mb(hmax(mx)), sc(scale), ymin(-88.0f);
+    const float m = hmax(mx);
+    const B sc(scale), msc(-m * scale), ymin(-88.0f);
     B z(0.0f), ty(0.0f);
     B cx[CC < kAnyC && CC > 0 ? CC : 1];
     for (std::size_t c = 0; c < (CC < kAnyC ? CC : 0); ++c) cx[c] = B(0.0f);
     for (std::size_t k = 0; k < lv; k += W) {
-      const B y = xsimd::max((B::load_aligned(s + k) - mb) * sc, ymin);
+      const B y = xsimd::max(fmadd(B::load_aligned(s + k), sc, msc), ymin);  // scale·(s - max), >= -88
       const B e = exp_neg(y);
       e.store_aligned(s + k);
       z += e;
@@ -268,8 +350,8 @@ struct AK {
         for (std::size_t c = 0; c < CC; ++c) cx[c] = fmadd(e, B::load_aligned(ax + c * np + k), cx[c]);
     }
     const float zs = xsimd::hadd(z), inv = 1.0f / zs;
-    inv_z = inv;
-    entropy = __builtin_logf(zs) - xsimd::hadd(ty) * inv;
+    z_out = zs;
+    tz_out = xsimd::hadd(ty) * inv;
     const B ib(inv);
     B sv(0.0f);
     for (std::size_t k = 0; k < lv; k += W) {
@@ -279,9 +361,9 @@ struct AK {
     }
     sum = xsimd::hadd(sv);
     if constexpr (CC < kAnyC) {
-      for (std::size_t c = 0; c < CC; ++c) ctx[c * S] += xsimd::hadd(cx[c]) * inv;
+      for (std::size_t c = 0; c < CC; ++c) ctx[c * ldc] = xsimd::hadd(cx[c]) * inv;
     } else {
-      for (std::size_t c = 0; c < C; ++c) ctx[c * S] += dot(s, ax + c * np, lv);
+      for (std::size_t c = 0; c < C; ++c) ctx[c * ldc] = dot(s, ax + c * np, lv);
     }
   }
 
@@ -314,10 +396,20 @@ struct AK {
     f += seg(C * np);
     float* at = f;  // [h][tq][np]: scores, then probabilities, of the tile's queries
     f += seg(H1 * tq * np);
-    float* ent = f;  // [h][tq]: the tile rows' entropies
-    f += seg(H1 * tq);
-    float* asum = f;  // [h][tq]: the tile rows' Σ_k a (1 up to rounding)
-    f += seg(H1 * tq);
+    const std::size_t tqp = up(tq);  // row stride of the per-row arrays
+    float* ent = f;  // [h][tqp]: the tile rows' entropies
+    f += seg(H1 * tqp);
+    float* asum = f;  // [h][tqp]: the tile rows' Σ_k a (1 up to rounding)
+    f += seg(H1 * tqp);
+    float* rz = f;  // per row of the current head: Z, Σ e y / Z, 1/Z, self, prev, first, then [c][tqp] contexts
+    float* rt = rz + tqp;
+    float* rinv = rt + tqp;
+    float* rself = rinv + tqp;
+    float* rprev = rself + tqp;
+    float* rfirst = rprev + tqp;
+    float* rctx = rfirst + tqp;
+    f += seg((6 + C) * tqp);
+    for (std::size_t i = 0; i < tqp; ++i) rz[i] = 1.0f;  // lanes past the tile's rows: log 1
     float* ot = f;  // [h][tq][dvp_h]: O_h rows of the tile, lanes past dv zeroed
     std::size_t ot_floats = 0;
     for (std::size_t h = 0; h < H1; ++h) ot_floats += tq * up(in.dv[h]);
@@ -329,15 +421,18 @@ struct AK {
 
     // ---- per report: K transposed, V packed, axes padded ----
     {
-      // K_h^T in blocks of W keys: W rows read along d, one W-float line written per d (a
-      // plain k-then-d loop writes one float per line and was 8% of the kernel).
+      // K_h^T in W x W blocks transposed in registers; the edges (keys past the last whole
+      // block of W, dims past the last whole W) through a line buffer, one float at a time.
       float* dst = kt;
       for (std::size_t h = 0; h < H1; ++h) {
         const std::size_t dk = in.dk[h];
         const float* src = in.qkv + in.k_col[h];
         for (std::size_t k0 = 0; k0 < np; k0 += W) {
           const std::size_t kn = lo(W, n - lo(n, k0));
-          for (std::size_t d = 0; d < dk; ++d) {
+          std::size_t d = 0;
+          if (kn == W)
+            for (; d + W <= dk; d += W) transpose_block(src + k0 * ld + d, ld, dst + d * np + k0, np);
+          for (; d < dk; ++d) {
             alignas(64) float line[W];
             for (std::size_t i = 0; i < W; ++i) line[i] = i < kn ? src[(k0 + i) * ld + d] : 0.0f;
             B::load_aligned(line).store_aligned(dst + d * np + k0);
@@ -393,25 +488,21 @@ struct AK {
             const std::size_t len = causal ? q + 1 : n, lv = up(len);
             float* s = a + r * np;
             for (std::size_t k = len; k < lv; ++k) s[k] = neg_inf;
-            float inv = 0, entropy = 0, sum = 0;
-            double* ctx = out.context + h * C * S;
+            float* cx = rctx + r;
+            float& sum = asum[h * tqp + r];
             switch (C) {
-              case 0: softmax_row<0>(s, lv, scale, ax, np, C, ctx, S, inv, entropy, sum); break;
-              case 1: softmax_row<1>(s, lv, scale, ax, np, C, ctx, S, inv, entropy, sum); break;
-              case 2: softmax_row<2>(s, lv, scale, ax, np, C, ctx, S, inv, entropy, sum); break;
-              case 3: softmax_row<3>(s, lv, scale, ax, np, C, ctx, S, inv, entropy, sum); break;
-              case 4: softmax_row<4>(s, lv, scale, ax, np, C, ctx, S, inv, entropy, sum); break;
-              default: softmax_row<kAnyC>(s, lv, scale, ax, np, C, ctx, S, inv, entropy, sum); break;
+              case 0: softmax_row<0>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r], sum); break;
+              case 1: softmax_row<1>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r], sum); break;
+              case 2: softmax_row<2>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r], sum); break;
+              case 3: softmax_row<3>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r], sum); break;
+              case 4: softmax_row<4>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r], sum); break;
+              default: softmax_row<kAnyC>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r], sum); break;
             }
             for (std::size_t k = lv; k < kend; ++k) s[k] = 0.0f;  // A·V of the block reads up to klen
-            ent[h * tq + r] = entropy;
-            asum[h * tq + r] = sum;
-            double* hs = out.head_stats + h * kHeadStats * S;
-            hs[kEntropy * S] += entropy;
-            hs[kConfidence * S] += inv;  // the max element is e^0 = 1
-            hs[kSelfWeight * S] += s[q];
-            hs[kPrevWeight * S] += q ? s[q - 1] : 0.0f;
-            hs[kFirstWeight * S] += s[0];
+            rinv[r] = 1.0f / rz[r];  // the max element is e^0 = 1: the confidence
+            rself[r] = s[q];
+            rprev[r] = q ? s[q - 1] : 0.0f;
+            rfirst[r] = s[0];
             if (out.maps) {
               float* m = out.maps + (h * nq + t0 + r) * n;
               for (std::size_t k = 0; k < len; ++k) m[k] = s[k];
@@ -421,6 +512,27 @@ struct AK {
           float* o = op + rb * dvp;
           av(R, a + rb * np, np, v, dvp, klen, o, dvp);
           for (std::size_t r = 0; r < R; ++r) onorm[h] += dot(o + r * dvp, o + r * dvp, dvp);
+        }
+        // The tile's entropies (one vector log for W rows), then its rows' stats summed in f64.
+        for (std::size_t r0 = 0; r0 < rows; r0 += W)
+          (log_pos(B::load_aligned(rz + r0)) - B::load_aligned(rt + r0)).store_aligned(ent + h * tqp + r0);
+        {
+          double e = 0, cf = 0, sf = 0, pv = 0, fs = 0;
+          for (std::size_t r = 0; r < rows; ++r) {
+            e += ent[h * tqp + r];
+            cf += rinv[r], sf += rself[r], pv += rprev[r], fs += rfirst[r];
+          }
+          double* hs = out.head_stats + h * kHeadStats * S;
+          hs[kEntropy * S] += e;
+          hs[kConfidence * S] += cf;
+          hs[kSelfWeight * S] += sf;
+          hs[kPrevWeight * S] += pv;
+          hs[kFirstWeight * S] += fs;
+          for (std::size_t c = 0; c < C; ++c) {
+            double x = 0;
+            for (std::size_t r = 0; r < rows; ++r) x += rctx[c * tqp + r];
+            out.context[(h * C + c) * S] += x;
+          }
         }
         if (out.head_out) {
           float* dst = out.head_out;
@@ -452,7 +564,7 @@ struct AK {
                 js = fmadd(sk, log_pos(xsimd::max(sk, tiny)), js);
                 ov = fmadd(x, y, ov);
               }
-              const float hm = 0.5f * (0.693147182f * (asum[i * tq + r] + asum[j * tq + r]) - xsimd::hadd(js));
+              const float hm = 0.5f * (0.693147182f * (asum[i * tqp + r] + asum[j * tqp + r]) - xsimd::hadd(js));
               const float* oi = o1 + ((i - 1) * tq + r) * dvp;
               const float* oj = o1 + ((j - 1) * tq + r) * dvp;
               B od(0.0f), dd(0.0f);
@@ -462,7 +574,7 @@ struct AK {
                 dd = fmadd(x - y, x - y, dd);
               }
               double* ps = out.pair_stats + p * kPairStats * S;
-              ps[kJensenShannon * S] += hm - 0.5f * (ent[i * tq + r] + ent[j * tq + r]);
+              ps[kJensenShannon * S] += hm - 0.5f * (ent[i * tqp + r] + ent[j * tqp + r]);
               ps[kPositionOverlap * S] += xsimd::hadd(ov);
               ps[kOutputCosine * S] += xsimd::hadd(od);
               ps[kOutputDistance * S] += __builtin_sqrtf(xsimd::hadd(dd));
