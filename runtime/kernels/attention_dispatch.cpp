@@ -49,7 +49,7 @@ std::size_t attention_work_floats(const AttentionReport& in, std::uint32_t tq) n
     ot += std::size_t(tq) * up16(in.dv[h]);
     vpack += up16(n * up16(in.dv[h]));
   }
-  return up16(kt) + up16(std::size_t(in.axes) * np) + up16(H1 * tq * np) + 2 * up16(H1 * up16(tq)) +
+  return up16(kt) + up16(std::size_t(in.axes) * np) + up16(H1 * tq * np) + up16(H1 * up16(tq)) +
          up16((6 + std::size_t(in.axes)) * up16(tq)) + up16(ot) + vpack +
          kAttnMaxLanes;
 }

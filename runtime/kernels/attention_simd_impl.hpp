@@ -325,14 +325,14 @@ struct AK {
   }
 
   /// Softmax of one score row in place: s[0, lv) (entries [len, lv) hold -inf) becomes the
-  /// probabilities. Returns Z, Σ e^y y / Z (the entropy is log Z minus it: logs are taken for a
-  /// whole tile at once) and Σ a; ctx[c·ldc] = Σ_k a_k x_c[k] for the axes (CC = C when C <= 4:
+  /// probabilities. Returns Z and Σ e^y y / Z (the entropy is log Z minus it: logs are taken for a
+  /// whole tile at once); ctx[c·ldc] = Σ_k a_k x_c[k] for the axes (CC = C when C <= 4:
   /// the axis sums ride along the exp pass in registers, scaled by 1/Z at the end; kAnyC: one dot
   /// product per axis after normalising).
   static constexpr std::size_t kAnyC = 5;
   template <std::size_t CC>
   static void softmax_row(float* s, std::size_t lv, float scale, const float* ax, std::size_t np, std::size_t C,
-                          float* ctx, std::size_t ldc, float& z_out, float& tz_out, float& sum) noexcept {
+                          float* ctx, std::size_t ldc, float& z_out, float& tz_out) noexcept {
     B mx(-std::numeric_limits<float>::infinity());
     for (std::size_t k = 0; k < lv; k += W) mx = xsimd::max(mx, B::load_aligned(s + k));
     const float m = hmax(mx);
@@ -353,13 +353,7 @@ struct AK {
     z_out = zs;
     tz_out = xsimd::hadd(ty) * inv;
     const B ib(inv);
-    B sv(0.0f);
-    for (std::size_t k = 0; k < lv; k += W) {
-      const B a = B::load_aligned(s + k) * ib;
-      a.store_aligned(s + k);
-      sv += a;
-    }
-    sum = xsimd::hadd(sv);
+    for (std::size_t k = 0; k < lv; k += W) (B::load_aligned(s + k) * ib).store_aligned(s + k);
     if constexpr (CC < kAnyC) {
       for (std::size_t c = 0; c < CC; ++c) ctx[c * ldc] = xsimd::hadd(cx[c]) * inv;
     } else {
@@ -398,8 +392,6 @@ struct AK {
     f += seg(H1 * tq * np);
     const std::size_t tqp = up(tq);  // row stride of the per-row arrays
     float* ent = f;  // [h][tqp]: the tile rows' entropies
-    f += seg(H1 * tqp);
-    float* asum = f;  // [h][tqp]: the tile rows' Σ_k a (1 up to rounding)
     f += seg(H1 * tqp);
     float* rz = f;  // per row of the current head: Z, Σ e y / Z, 1/Z, self, prev, first, then [c][tqp] contexts
     float* rt = rz + tqp;
@@ -489,14 +481,13 @@ struct AK {
             float* s = a + r * np;
             for (std::size_t k = len; k < lv; ++k) s[k] = neg_inf;
             float* cx = rctx + r;
-            float& sum = asum[h * tqp + r];
             switch (C) {
-              case 0: softmax_row<0>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r], sum); break;
-              case 1: softmax_row<1>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r], sum); break;
-              case 2: softmax_row<2>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r], sum); break;
-              case 3: softmax_row<3>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r], sum); break;
-              case 4: softmax_row<4>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r], sum); break;
-              default: softmax_row<kAnyC>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r], sum); break;
+              case 0: softmax_row<0>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;
+              case 1: softmax_row<1>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;
+              case 2: softmax_row<2>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;
+              case 3: softmax_row<3>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;
+              case 4: softmax_row<4>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;
+              default: softmax_row<kAnyC>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;
             }
             for (std::size_t k = lv; k < kend; ++k) s[k] = 0.0f;  // A·V of the block reads up to klen
             rinv[r] = 1.0f / rz[r];  // the max element is e^0 = 1: the confidence
@@ -556,7 +547,8 @@ struct AK {
             for (std::size_t j = i + 1; j < H1; ++j, ++p) {
               const float* ai = at + (i * tq + r) * np;
               const float* aj = at + (j * tq + r) * np;
-              // H(M) = -Σ m log m, m = s/2, s = p + q: = (ln2 Σ s - Σ s log s) / 2, Σ s = Σp + Σq.
+              // H(M) = -Σ m log m, m = s/2, s = p + q: = (ln2 Σ s - Σ s log s) / 2 = ln2 - Σ s log s / 2
+              // (Σ s = 2 up to the rounding of the probabilities, ~n·u: within the tolerance).
               B js(0.0f), ov(0.0f);
               for (std::size_t k = 0; k < lv; k += W) {
                 const B x = B::load_aligned(ai + k), y = B::load_aligned(aj + k);
@@ -564,7 +556,7 @@ struct AK {
                 js = fmadd(sk, log_pos(xsimd::max(sk, tiny)), js);
                 ov = fmadd(x, y, ov);
               }
-              const float hm = 0.5f * (0.693147182f * (asum[i * tqp + r] + asum[j * tqp + r]) - xsimd::hadd(js));
+              const float hm = 0.693147182f - 0.5f * xsimd::hadd(js);
               const float* oi = o1 + ((i - 1) * tq + r) * dvp;
               const float* oj = o1 + ((j - 1) * tq + r) * dvp;
               B od(0.0f), dd(0.0f);
@@ -590,18 +582,13 @@ struct AK {
       for (std::size_t s = 0; s < kHeadStats; ++s) out.head_stats[(h * kHeadStats + s) * S] *= inv;
     }
     if (!P) return;
-    const std::size_t dvp = up(in.dv[1]);
-    for (std::size_t h = 1; h < H1; ++h) {
-      const float* v = v_rows(h);
-      for (std::size_t t = 0; t < n; ++t) vnorm[h] += dot(v + t * dvp, v + t * dvp, dvp);
-    }
+    // Σ over all tokens and dims in f32 vectors, one horizontal sum: n·d_v terms, ~n·d_v·u relative.
+    const std::size_t dvp = up(in.dv[1]), len = n * dvp;
+    for (std::size_t h = 1; h < H1; ++h) vnorm[h] = dot(v_rows(h), v_rows(h), len);
     std::size_t p = 0;
     for (std::size_t i = 1; i < H1; ++i)
       for (std::size_t j = i + 1; j < H1; ++j, ++p) {
-        const float* vi = v_rows(i);
-        const float* vj = v_rows(j);
-        double vdot = 0.0;
-        for (std::size_t t = 0; t < n; ++t) vdot += dot(vi + t * dvp, vj + t * dvp, dvp);
+        const double vdot = dot(v_rows(i), v_rows(j), len);
         double* ps = out.pair_stats + p * kPairStats * S;
         const double vden = __builtin_sqrt(vnorm[i] * vnorm[j]);
         const double oden = __builtin_sqrt(onorm[i] * onorm[j]);
