@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -9,7 +10,7 @@
 
 namespace headsep {
 
-CsvReader::CsvReader(std::string path) : path_(std::move(path)), buf_(1 << 20) {
+CsvReader::CsvReader(std::string path) : path_(std::move(path)), buf_(kBlock) {
   if (path_ == "-") {
     file_ = stdin;
   } else {
@@ -21,7 +22,10 @@ CsvReader::CsvReader(std::string path) : path_(std::move(path)), buf_(1 << 20) {
   if (refill() && end_ >= 3 && std::memcmp(buf_.data(), "\xEF\xBB\xBF", 3) == 0) pos_ = 3;
 }
 
-CsvReader::CsvReader(std::string name, std::string_view bytes) : path_(std::move(name)), buf_(1 << 20) {
+// The block never exceeds the input (plus one byte, so the first refill sees the end): in-memory
+// reads of small inputs do not allocate and clear 1 MiB each.
+CsvReader::CsvReader(std::string name, std::string_view bytes, std::size_t block)
+    : path_(std::move(name)), buf_(std::clamp<std::size_t>(std::min(block, bytes.size() + 1), 4, kBlock)) {
   file_ = ::fmemopen(const_cast<char*>(bytes.data()), bytes.size(), "rb");
   if (!file_) throw InputError(path_, 0, "", std::string("cannot open: ") + std::strerror(errno));
   owns_file_ = true;
@@ -38,6 +42,12 @@ bool CsvReader::refill() {
   if (end_ == 0 && std::ferror(file_))
     throw InputError(path_, line_, "", std::string("read error: ") + std::strerror(errno));
   return end_ > 0;
+}
+
+void CsvReader::too_long() const {
+  throw InputError(path_, record_line_, "",
+                   "row of more than " + std::to_string(kMaxRecordBytes >> 20) + " MiB (field " + std::to_string(ends_.size() + 1) +
+                       "); rows are limited to " + std::to_string(kMaxRecordBytes >> 20) + " MiB (docs/LIMITS.md)");
 }
 
 bool CsvReader::next() {
@@ -67,6 +77,7 @@ bool CsvReader::next() {
           ++line_;
         }
         record_ += static_cast<char>(c);
+        if (record_.size() > kMaxRecordBytes) too_long();
       }
       c = get();
       if (c != ',' && c != '\n' && c != '\r' && c != EOF)
@@ -82,6 +93,7 @@ bool CsvReader::next() {
         while (q < e && *q != ',' && *q != '\n' && *q != '\r' && *q != '"') ++q;
         record_.append(p, static_cast<std::size_t>(q - p));
         pos_ = static_cast<std::size_t>(q - buf_.data());
+        if (record_.size() > kMaxRecordBytes) too_long();
         if (q < e || !refill()) break;
       }
       c = get();

@@ -11,10 +11,18 @@ namespace headsep {
 
 class CsvReader {
  public:
+  /// A record (one row, all its fields) longer than this is refused with an InputError naming
+  /// its line: memory stays bounded whatever the input (a 1 GB field is refused after reading
+  /// 16 MiB of it). docs/LIMITS.md.
+  static constexpr std::size_t kMaxRecordBytes = std::size_t(16) << 20;
+
   /// Opens PATH ("-" reads standard input). Throws InputError naming the file.
   explicit CsvReader(std::string path);
-  /// Reads in-memory bytes; `name` is used in messages.
-  CsvReader(std::string name, std::string_view bytes);
+  /// Reads in-memory bytes; `name` is used in messages. `block`: bytes read per refill (at least
+  /// 4, so a BOM is always whole in the first block); the default is the file reader's 1 MiB, and
+  /// tests pass a few bytes to put every record and quote across block boundaries.
+  CsvReader(std::string name, std::string_view bytes, std::size_t block = kBlock);
+  static constexpr std::size_t kBlock = std::size_t(1) << 20;
   ~CsvReader();
   CsvReader(const CsvReader&) = delete;
   CsvReader& operator=(const CsvReader&) = delete;
@@ -40,6 +48,7 @@ class CsvReader {
     return static_cast<unsigned char>(buf_[pos_]);
   }
   bool refill();
+  [[noreturn]] void too_long() const;
 
   std::string path_;
   std::FILE* file_ = nullptr;
