@@ -242,7 +242,7 @@ class Headsep:
     def command(self, x, mha, heads, threads, chunk, summary, extra=()):
         return [self.path, "run", "--scenario", "tensor", "-p", f"tensor.path={x}", "--weighting", "qkv",
                 "-p", f"qkv.weights={mha}", "-p", f"qkv.heads={heads}", "--threads", str(threads),
-                "--chunk", str(chunk), "--summary", summary, *extra]
+                *(["--chunk", str(chunk)] if chunk != "default" else []), "--summary", summary, *extra]
 
     @staticmethod
     def engine_seconds(summary_path, stdout):
@@ -353,7 +353,9 @@ def main():
     ap.add_argument("--threads", default="2,1", help="comma-separated thread counts (default 2,1)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing, best taken (default 3)")
     ap.add_argument("--budget", type=float, default=4.0, help="seconds after which a timing stops repeating")
-    ap.add_argument("--chunk", default="auto", help="headsep --chunk: auto = B/(8*threads), in 16..8192")
+    ap.add_argument("--chunk", default="auto",
+                    help="headsep --chunk: auto = B/(8*threads) in 16..8192 (enough batches for every thread), "
+                         "default = headsep's own, or a number")
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--workdir", help="keep the generated files here (default: a temporary folder)")
     a = ap.parse_args()
