@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 #include "headsep/error.hpp"
 #include "text_util.hpp"
@@ -40,6 +41,10 @@ std::vector<AxisSpec> parse_axes(std::string_view spec) {
         auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), coef);
         if (ec != std::errc() || p != num.data() + num.size())
           throw UsageError("--axes: bad coefficient '" + std::string(num) + "' in axis '" + axis.name + "'");
+        // from_chars reads "nan" and "inf" too; they would only surface later as a non-finite
+        // context blamed on the data (found by tests/fuzz).
+        if (!std::isfinite(coef))
+          throw UsageError("--axes: coefficient '" + std::string(num) + "' in axis '" + axis.name + "' is not a finite number");
         term = trim(term.substr(star + 1));
       }
       if (term.empty()) throw UsageError("--axes: missing column after '*' in axis '" + axis.name + "'");
