@@ -483,6 +483,9 @@ struct ChunkSink {
   static float* embeddings(headsep_chunk_out* o, std::uint64_t n) {
     auto* s = self(o);
     if (s->d_model == 0) return s->fail<float>("embeddings(): the schema declares no embeddings (d_model = 0)");
+    // The chunk token limit first, as feature() has it (found by tests/fuzz: 2^31+1 tokens passed
+    // the 2^40-floats bound and the host tried to allocate 8 GB for a malformed request).
+    if (n > lim::max_chunk_tokens) return s->fail<float>(too_many_tokens("embeddings", n));
     if (n > (std::uint64_t(1) << 40) / s->d_model) return s->fail<float>("embeddings(" + std::to_string(n) + "): too many tokens");
     try {
       s->b->embeddings.resize(n * s->d_model);
