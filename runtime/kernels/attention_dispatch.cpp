@@ -159,14 +159,14 @@ struct ScalarChains {
 
 template <class Kernel>
 double peak_of() {
-  // Calibrate to ~10 ms per run, then the best of 4 runs (the best, not the mean: another
-  // process can only slow a run down).
+  // Calibrate to ~4 ms per run, then the best of 10 runs (the best, not the mean: another
+  // process can only slow a run down, and short runs are likelier to find the core alone).
   std::size_t rounds = std::size_t(1) << 14;
   Timed t = time_chains<Kernel>(rounds);
-  while (t.seconds < 2e-3 && rounds < (std::size_t(1) << 40)) t = time_chains<Kernel>(rounds *= 2);
-  rounds = static_cast<std::size_t>(double(rounds) * 0.01 / (t.seconds > 0 ? t.seconds : 1e-3)) + 1;
+  while (t.seconds < 1e-3 && rounds < (std::size_t(1) << 40)) t = time_chains<Kernel>(rounds *= 2);
+  rounds = static_cast<std::size_t>(double(rounds) * 0.004 / (t.seconds > 0 ? t.seconds : 1e-3)) + 1;
   double best = 0;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 10; ++i) {
     t = time_chains<Kernel>(rounds);
     if (t.seconds > 0 && t.flops / t.seconds > best) best = t.flops / t.seconds;
   }
