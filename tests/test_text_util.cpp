@@ -141,7 +141,7 @@ TEST_CASE("float parameter values: the CSV grammar, then the shortest round-trip
   for (const char* bad : {"0x1p1", "inf", "nan", "1e400", "", "3.0f", "1_0"}) CHECK_FALSE(canonical_double(bad));
 }
 
-TEST_CASE("-p accepts the documented float forms and refuses the others as usage errors", "[text][params][cli]") {
+TEST_CASE("plugin parameters (-p) accept the documented float forms and refuses the others as usage errors", "[text][params][cli]") {
   using namespace testutil;
   const std::string run = "run -s ops-reports -w axis-focus -p reports=50 -q --format jsonl -p sharpness=";
   const auto ref = run_cli(run + "3");
