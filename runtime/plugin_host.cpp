@@ -183,7 +183,11 @@ std::shared_ptr<Entry> load_entry(const fs::path& file) {
     throw PluginError(f + ": descriptor struct_size " + std::to_string(head[2]) + " is too small to be a descriptor");
   auto e = std::make_shared<Entry>();
   e->lib = std::move(lib);
-  std::memcpy(&e->d, raw, std::min<std::size_t>(head[2], sizeof(headsep_plugin_descriptor)));
+  // Whole fields only: a pointer that struct_size covers in part is absent, not half-read (found
+  // by tests/fuzz: struct_size 36 copied half of `description`, and strnlen read a wild pointer).
+  // The first 16 bytes are whole (checked above) and every field from `name` on starts 8-byte
+  // aligned (n_params, 4 bytes, shares its 8 with padding: alone, without `params`, it is moot).
+  std::memcpy(&e->d, raw, std::min<std::size_t>(head[2], sizeof(headsep_plugin_descriptor)) / alignof(void*) * alignof(void*));
   const auto& d = e->d;
   auto missing = [&](const char* field, const char* what) {
     std::string who = name_problem(d.name, false).empty() ? std::string("plugin '") + d.name + "'" : std::string("plugin");
