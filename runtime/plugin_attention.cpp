@@ -12,6 +12,10 @@ namespace {
 
 std::vector<float> copy(const float* p, std::size_t n) { return p ? std::vector<float>(p, p + n) : std::vector<float>(); }
 
+// Projection weights one spec without a weights file may make the host hold (its own matrices or
+// seeded ones): 2^27 floats, 512 MiB; a d_model 4096 layer with its baseline needs 117 M.
+constexpr std::uint64_t kMaxSpecWeights = std::uint64_t(1) << 27;
+
 }  // namespace
 
 AttentionSpecPlan plan_from_spec(const headsep_attention_spec* raw, const Schema& schema, std::uint32_t heads,
@@ -24,7 +28,9 @@ AttentionSpecPlan plan_from_spec(const headsep_attention_spec* raw, const Schema
   headsep_attention_spec spec{};
   const std::uint32_t size = raw->struct_size;
   if (size < offsetof(headsep_attention_spec, weights_path)) throw fail("struct_size " + std::to_string(size) + " is too small");
-  std::memcpy(&spec, raw, std::min<std::size_t>(size, sizeof spec));
+  // Whole fields only: from weights_path on every field is 8 bytes, so a struct_size that ends
+  // inside a pointer leaves it absent instead of half-copied (a wild pointer).
+  std::memcpy(&spec, raw, std::min<std::size_t>(size, sizeof spec) / alignof(void*) * alignof(void*));
 
   AttentionSpecPlan out;
   if (spec.input == HEADSEP_INPUT_FEATURES) {
@@ -63,6 +69,15 @@ AttentionSpecPlan plan_from_spec(const headsep_attention_spec* raw, const Schema
       if (spec.d_k == 0 || spec.d_v == 0) throw fail("d_k and d_v must be at least 1");
       if (spec.d_k > 65536 || spec.d_v > 65536 || spec.d_model > 65536 || heads > 1024)
         throw fail("d_model, d_k, d_v are limited to 65536 and heads to 1024");
+      // Each within its limit, together they can still ask for terabytes (found by tests/fuzz:
+      // heads 1024 x d_k 65536 x d_model 8 allocated 2 GiB per matrix): bound what the host is
+      // about to hold — Q, K, V and output projections and the baseline's — before allocating it.
+      const std::uint64_t D = spec.d_model, qk = std::uint64_t(heads) * spec.d_k, hv = std::uint64_t(heads) * spec.d_v;
+      const std::uint64_t floats = 2 * qk * D + 2 * hv * D + 3 * D * D;  // at most ~2^44: no overflow
+      if (floats > kMaxSpecWeights)
+        throw fail("d_model " + std::to_string(D) + ", heads " + std::to_string(heads) + ", d_k " + std::to_string(spec.d_k) +
+                   ", d_v " + std::to_string(spec.d_v) + " need " + std::to_string(floats) + " projection weights; at most " +
+                   std::to_string(kMaxSpecWeights) + " (512 MiB of float32) are allowed");
       if (spec.w_q) {
         if (!spec.w_k || !spec.w_v) throw fail("w_q is given but w_k or w_v is NULL");
         const std::size_t D = spec.d_model, qk = std::size_t(heads) * spec.d_k, v = std::size_t(heads) * spec.d_v;
