@@ -264,7 +264,7 @@ class Headsep:
         except (OSError, ValueError):
             pass
         m = re.search(r"groups in ([0-9.]+) s", stdout)
-        if m:
+        if m and float(m.group(1)) >= 0.02:  # printed to the millisecond: too coarse below ~20 ms
             return float(m.group(1)), "its printed run time"
         return None, None
 
