@@ -10,7 +10,9 @@
 //   O_h = A_h V_h. The baseline is one head of full width (d_k = d_v = d_model) with its own
 //   projections, as the seed compares one head against several.
 // Compute is f32 (scores, softmax, A·V, each row accumulated in f32); per-query metric values
-// are summed over queries in f64. The projections are one BLAS sgemm per group of reports.
+// are summed over queries in f64. The projections are one matrix product per group of reports
+// (a packed-panel kernel; OpenBLAS sgemm with HEADSEP_ATTENTION_GEMM=blas): a token's Q/K/V do not
+// depend on which reports share its group, so chunking never changes a result.
 #pragma once
 #include <cstddef>
 #include <cstdint>
