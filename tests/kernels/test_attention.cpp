@@ -545,6 +545,16 @@ bool same_bits(const PlanOut& a, const PlanOut& b) {
   return a.ctx == b.ctx && a.hs == b.hs && a.ps == b.ps && a.maps == b.maps && a.out == b.out;
 }
 
+/// Largest |a - b| / (1 + |a|) over every output.
+double max_rel_diff(const PlanOut& a, const PlanOut& b) {
+  double m = 0;
+  auto cmp = [&](const auto& x, const auto& y) {
+    for (std::size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(double(x[i]) - double(y[i])) / (1.0 + std::fabs(double(x[i]))));
+  };
+  cmp(a.ctx, b.ctx), cmp(a.hs, b.hs), cmp(a.ps, b.ps), cmp(a.maps, b.maps), cmp(a.out, b.out);
+  return m;
+}
+
 /// nn.Linear in double: y[t][o] = Σ_i x[t][i] W[o][i] + b[o].
 std::vector<double> linear(const float* x, std::size_t T, std::size_t in, const std::vector<float>& w,
                            const std::vector<float>& b, std::size_t out) {
@@ -573,20 +583,20 @@ AttentionWeights with_biases(AttentionWeights w, std::uint64_t seed) {
 
 }  // namespace
 
-/// Runs `body` with the panel projections, then with OpenBLAS (restoring the default after).
+/// Runs body(blas) with the panel projections, then with OpenBLAS (restoring the default after).
 template <class F>
 void each_gemm(F&& body) {
   for (bool blas : {false, true}) {
     kernels::set_attention_gemm_blas(blas);
     INFO((blas ? "OpenBLAS projections" : "panel projections"));
-    body();
+    body(blas);
   }
   kernels::set_attention_gemm_blas(false);
 }
 
 TEST_CASE("AttentionPlan matches attention computed in double straight from the weights", "[attention][plan]") {
   const std::uint32_t dm = 12, H = 3, dk = 4, dv = 5;
-  each_gemm([&] {
+  each_gemm([&](bool) {
   for (bool biases : {false, true})
     for (auto mask : {MaskKind::none, MaskKind::causal}) {
       AttentionWeights w = seeded_attention_weights(dm, H, dk, dv, 42);
@@ -659,7 +669,7 @@ TEST_CASE("AttentionPlan: grouping never changes a bit (all at once vs one by on
   struct Shape {
     std::uint32_t dm, H, dk, dv;
   };
-  each_gemm([&] {
+  each_gemm([&](bool blas) {
   for (Shape s : {Shape{16, 2, 8, 8}, Shape{13, 3, 5, 7}, Shape{2, 2, 1, 1}, Shape{64, 4, 16, 16}})
     for (bool biases : {false, true}) {
       AttentionWeights w = seeded_attention_weights(s.dm, s.H, s.dk, s.dv, 9);
@@ -671,7 +681,16 @@ TEST_CASE("AttentionPlan: grouping never changes a bit (all at once vs one by on
         INFO(to_string(level) << " d_model=" << s.dm << (biases ? " biases" : ""));
         const PlanOut all = run_plan(plan, b, level, s1, false, true, true);
         const PlanOut one = run_plan(plan, b, level, s2, true, true, true);
-        CHECK(same_bits(all, one));
+        if (!blas) {
+          CHECK(same_bits(all, one));
+        } else {
+          // OpenBLAS: bit-identical with its SkylakeX and Prescott kernels (row blocks of 16, see
+          // attention.cpp), not with its Haswell/Zen ones (OPENBLAS_CORETYPE=Haswell: up to 2.2e-7
+          // relative): a row's rounding depends on the call there. Within 1e-5 relative instead.
+          const double d = max_rel_diff(all, one);
+          INFO("max relative difference " << d);
+          CHECK(d <= 1e-5);
+        }
       }
     }
   });
