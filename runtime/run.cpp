@@ -9,6 +9,7 @@
 // At most `in_flight` batches exist at once, so memory is bounded by chunk size x in_flight; the
 // chunk shrinks when heads make a report's metrics large (pairs grow as heads^2, docs/LIMITS.md),
 // and a stage that runs out of memory names its batch instead of a bare std::bad_alloc.
+// ThreadSanitizer builds annotate the order oneTBB guarantees (tsan_release/tsan_acquire below).
 #include "headsep/run.hpp"
 
 #include <unistd.h>
@@ -28,10 +29,44 @@
 #include "headsep/attention.hpp"
 #include "headsep/error.hpp"
 
+#if defined(__SANITIZE_THREAD__)
+#define HEADSEP_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define HEADSEP_TSAN 1
+#endif
+#endif
+#ifdef HEADSEP_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace headsep {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// oneTBB orders the pipeline: one invocation of a serial stage after the other, a batch's stages
+// one after the other, every stage before parallel_pipeline returns (or rethrows). It does so
+// with atomics inside libtbb, which ThreadSanitizer cannot see (Debian's libtbb is not
+// instrumented), so a TSan build reported those orders as races. These annotations state them
+// and nothing more (no two invocations of the parallel stage are ordered); outside TSan builds
+// they compile to nothing.
+#ifdef HEADSEP_TSAN
+inline void tsan_release(const void* p) { __tsan_release(const_cast<void*>(p)); }
+inline void tsan_acquire(const void* p) { __tsan_acquire(const_cast<void*>(p)); }
+#else
+inline void tsan_release(const void*) {}
+inline void tsan_acquire(const void*) {}
+#endif
+// Released by run() once the filters exist; acquired first thing by every stage invocation, before
+// it reads its lambda's captures (a namespace-scope token needs none). Address only.
+const char pipeline_built = 0;
+// Released when a stage invocation ends, normally or by an exception; acquired by run() once
+// the pipeline is over.
+struct ReleaseOnExit {
+  const void* p;
+  ~ReleaseOnExit() { tsan_release(p); }
+};
 
 // Everything one batch needs, recycled through a pool so the steady state allocates little.
 struct Work {
@@ -286,7 +321,11 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     }
   };
 
-  auto input = [&](oneapi::tbb::flow_control& fc) -> Work* {
+  // TSan order tokens (addresses only): the input stage's and the output stage's invocations,
+  // and everything any stage did (for run() after the pipeline).
+  const char input_order = 0, output_order = 0, all_stages = 0;
+
+  auto take_next = [&](oneapi::tbb::flow_control& fc) -> Work* {
     if (exhausted.load(std::memory_order_relaxed) || next_index >= max_chunks) {
       fc.stop();
       return nullptr;
@@ -311,6 +350,15 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
       resolve_names(*w);
     }
     ++next_index;
+    return w;
+  };
+  auto input = [&](oneapi::tbb::flow_control& fc) -> Work* {
+    tsan_acquire(&pipeline_built);
+    ReleaseOnExit done{&all_stages};
+    tsan_acquire(&input_order);
+    Work* w = take_next(fc);
+    if (w) tsan_release(w);  // the batch as read, for the parallel stage
+    tsan_release(&input_order);
     return w;
   };
 
@@ -357,15 +405,20 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     return w;
   };
   auto compute = [&](Work* w) -> Work* {
+    tsan_acquire(&pipeline_built);
+    ReleaseOnExit done{&all_stages};
+    tsan_acquire(w);
     try {
-      return compute_batch(w);
+      compute_batch(w);
     } catch (const std::bad_alloc&) {
       out_of_memory("computing", w->index, w->batch);
     }
+    tsan_release(w);  // the results, for the output stage
+    return w;
   };
 
   bool past_end = false;
-  auto output = [&](Work* w) {
+  auto consume = [&](Work* w) {
     if (w->result.batch && !past_end) {
       try {
         for (std::size_t s = 0; s < sinks.size(); ++s) sinks[s]->consume(w->result, w->partials[s].get());
@@ -386,12 +439,27 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     for (auto& p : w->partials) p.reset();
     pool.give(w);
   };
+  auto output = [&](Work* w) {
+    tsan_acquire(&pipeline_built);
+    ReleaseOnExit done{&all_stages};
+    tsan_acquire(&output_order);
+    tsan_acquire(w);
+    consume(w);
+    tsan_release(&output_order);
+  };
 
-  oneapi::tbb::parallel_pipeline(
-      in_flight,
+  const auto filters =
       oneapi::tbb::make_filter<void, Work*>(oneapi::tbb::filter_mode::serial_in_order, input) &
-          oneapi::tbb::make_filter<Work*, Work*>(oneapi::tbb::filter_mode::parallel, compute) &
-          oneapi::tbb::make_filter<Work*, void>(oneapi::tbb::filter_mode::serial_in_order, output));
+      oneapi::tbb::make_filter<Work*, Work*>(oneapi::tbb::filter_mode::parallel, compute) &
+      oneapi::tbb::make_filter<Work*, void>(oneapi::tbb::filter_mode::serial_in_order, output);
+  tsan_release(&pipeline_built);
+  try {
+    oneapi::tbb::parallel_pipeline(in_flight, filters);
+  } catch (...) {
+    tsan_acquire(&all_stages);  // the exception object and the pool's batches
+    throw;
+  }
+  tsan_acquire(&all_stages);
   progress.done();
   // End of stream: a source that declared its number of reports must have delivered exactly that
   // many, or the outputs would silently miss reports. Plugin sources check every chunk against

@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # The test command: installs missing packages, builds, runs every test through CTest.
-# Usage: scripts/test.sh [--sanitize] [ctest args...]
+# Usage: scripts/test.sh [--sanitize|--tsan] [ctest args...]
+#   --sanitize: AddressSanitizer + UBSan + LeakSanitizer (build-asan/)
+#   --tsan:     ThreadSanitizer (build-tsan/), every test; TSAN_OPTIONS from setup.sh
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 san=()
-if [ "${1:-}" = "--sanitize" ]; then san=(--sanitize); shift; fi
+if [ "${1:-}" = "--sanitize" ] || [ "${1:-}" = "--tsan" ]; then san=("$1"); shift; fi
 source "$here/scripts/setup.sh" "${san[@]}"
 cd "$HEADSEP_BUILD"
-ctest --output-on-failure -j "$(nproc)" "$@"
+skip=()
+if [ "${san[0]:-}" = "--tsan" ]; then
+  # Single-threaded sweeps (kernels against the scalar reference, a 1.1 M-report CSV) say nothing
+  # about threads and run 10-20x slower under TSan, past the 300 s test timeout; the plain and
+  # ASan runs keep them. Everything else runs, the engine and plugin tests included.
+  skip=(-E "^(f64 kernels are bit-identical|f32 kernels agree with the scalar|large d_k and n|AttentionPlan: grouping never changes a bit|a report resuming after more than a million)")
+fi
+ctest --output-on-failure -j "$(nproc)" "${skip[@]}" "$@"
