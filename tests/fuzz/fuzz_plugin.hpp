@@ -113,7 +113,11 @@ inline void use_weighting(const PluginRegistry& reg, const PluginInfo& info, uns
   const Schema schema = host_schema(schema_variant);
   auto w = open_weighting_plugin(reg, info.name, given, schema);
   expect(w->heads() >= 1 && w->heads() <= plugin_limits::max_heads, "a weighting's heads outside 1..max_heads accepted");
-  if (w->attention(0)) return;  // the engine's attention stage runs plans, not the host
+  if (const AttentionPlan* plan = w->attention(0)) {  // the engine's attention stage runs plans, not the host
+    if (verbose())
+      std::fprintf(stderr, "fuzz: attention plan d_model %u, heads %u, width %zu\n", plan->d_model(), plan->heads(), plan->width());
+    return;
+  }
   const ReportBatch b = host_batch(schema);
   const auto own = w->own_scenarios();
   const std::size_t slots = !own.empty() ? own.size() : std::max<std::size_t>(1, b.scenarios.size());

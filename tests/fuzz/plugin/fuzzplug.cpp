@@ -532,6 +532,15 @@ headsep_status fp_create(const headsep_param* p, std::uint32_t n, const headsep_
     const std::uint32_t width = sp.input == HEADSEP_INPUT_FEATURES ? schema->n_features : embed;
     if (g.spec_auto[i] & 1) sp.d_model = width;
     if (g.spec_auto[i] & 2) sp.heads = g.info.heads;
+    // Legal but expensive plans (up to the host's 2^27 projection weights: seconds and GBs under
+    // ASan) are the host doing as asked, not a finding: keep what is accepted small, but still
+    // ask for more than the host allows to test that it refuses.
+    {
+      const std::uint64_t D = sp.d_model, H = g.info.heads;
+      auto weights = [&] { return 2 * H * sp.d_k * D + 2 * H * sp.d_v * D + 3 * D * D; };
+      if (weights() > (1u << 20) && weights() <= (std::uint64_t(1) << 27)) sp.d_k = sp.d_v = 1;
+      if (weights() > (1u << 20) && weights() <= (std::uint64_t(1) << 27)) sp.d_model = 8;
+    }
     const std::uint64_t D = sp.d_model, qk = std::uint64_t(sp.heads) * sp.d_k, v = std::uint64_t(sp.heads) * sp.d_v;
     auto mat = [&](std::uint64_t n, bool nan) -> const float* {
       if (n == 0 || n > (1u << 16)) return nullptr;
