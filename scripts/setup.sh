@@ -37,6 +37,9 @@ case "${1:-}" in
     build=${HEADSEP_BUILD_DIR:-$here/build}
     extra=(-DCMAKE_BUILD_TYPE=Release) ;;
 esac
+# ccache when present (a developer's choice, not a dependency): worktrees of one checkout share
+# compiled objects when CCACHE_BASEDIR is their common parent.
+if command -v ccache >/dev/null; then extra+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$here" -B "$build" -G Ninja "${extra[@]}" >/dev/null
 fi
