@@ -1,0 +1,94 @@
+// headsep — BERT's WordPiece tokenizer, from a model's vocab.txt.
+//
+//   WordPiece wp = WordPiece::from_file("model/vocab.txt", {.max_length = 512});
+//   Encoding e;
+//   wp.encode("Stop decision: pressure anomaly.", e);   // e.ids = [CLS] stop decision : ... [SEP]
+//
+// The same ids as Hugging Face `tokenizers` (BertNormalizer + BertPreTokenizer + WordPiece +
+// the [CLS] A [SEP] template), tested against it on tests/data/wordpiece_fixture.json:
+//  1. clean text: drop U+0000, U+FFFD and control characters (categories Cc, Cf, Cs, Co, Cn, but
+//     not \t \n \r); every White_Space character becomes a space;
+//  2. CJK ideographs (the Unicode blocks BERT lists) become words of their own;
+//  3. lowercase models: canonical decomposition (NFD), combining marks (Mn) removed, lowercase
+//     (simple case mapping; full mapping only differs on U+0130, whose dot NFD already removed);
+//  4. words split at whitespace; every punctuation character (ASCII punctuation, categories P*)
+//     is a word of its own;
+//  5. per word: more than max_chars characters -> [UNK]; else greedy longest-match-first pieces,
+//     continuations prefixed "##"; a word with a part no piece matches is one [UNK];
+//  6. at most max_length - 2 pieces are kept, then [CLS] pieces [SEP].
+// Character data (decomposition, categories, case) come from utf8proc, not hand-written tables.
+// Text must be valid UTF-8: anything else is an Error naming the byte offset.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace headsep {
+
+struct WordPieceOptions {
+  bool lowercase = true;            ///< uncased models (also strips accents, as BertNormalizer with strip_accents unset)
+  std::uint32_t max_chars = 100;    ///< longer words become [UNK] (max_input_chars_per_word)
+  std::uint32_t max_length = 512;   ///< tokens per text, [CLS] and [SEP] included (>= 2)
+};
+
+/// One text's tokens. `word[i]` is the index in `words` of the word token i came from
+/// (kNoWord for [CLS]/[SEP]); `words` are the normalised words (lower-cased, accents stripped).
+struct Encoding {
+  static constexpr std::uint32_t kNoWord = 0xffffffffu;
+  std::vector<std::uint32_t> ids;
+  std::vector<std::uint32_t> word;
+  std::vector<std::string> words;
+  bool truncated = false;  ///< pieces were dropped at max_length
+  void clear() {
+    ids.clear();
+    word.clear();
+    words.clear();
+    truncated = false;
+  }
+};
+
+class WordPiece {
+ public:
+  /// Reads vocab.txt (one token per line, id = line number - 1). Throws Error naming the file
+  /// when it cannot be read, is empty, lacks [CLS], [SEP] or [UNK], or repeats a token.
+  static WordPiece from_file(const std::filesystem::path& vocab, WordPieceOptions options = {});
+  /// The same from the file's bytes; `name` names it in messages.
+  static WordPiece from_bytes(std::string_view bytes, const std::string& name, WordPieceOptions options = {});
+
+  /// Tokenizes one text into `out` (cleared first). Thread-safe (const). Throws Error
+  /// "invalid UTF-8 at byte N" on malformed input.
+  void encode(std::string_view text, Encoding& out) const;
+
+  std::size_t size() const noexcept { return tokens_.size(); }
+  const std::string& token(std::uint32_t id) const { return tokens_.at(id); }
+  /// The id of an exact vocabulary entry ("##ing" included), or -1.
+  std::int64_t find(std::string_view token) const noexcept;
+  std::uint32_t cls_id() const noexcept { return cls_; }
+  std::uint32_t sep_id() const noexcept { return sep_; }
+  std::uint32_t unk_id() const noexcept { return unk_; }
+  const WordPieceOptions& options() const noexcept { return options_; }
+
+ private:
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::uint32_t offset = 0, length = 0;  // in pool_
+    std::int32_t id = -1;                  // -1 = empty
+  };
+  /// Open addressing over two key sets: word-initial pieces and "##" continuations (stored
+  /// without the prefix, a flag mixed into the hash), so no prefixed copy is built per lookup.
+  std::int64_t lookup(const char* s, std::size_t n, bool continuation) const noexcept;
+  void insert(std::string_view key, bool continuation, std::uint32_t id, const std::string& name);
+  void word_pieces(const std::string& word, std::uint32_t n_chars, std::uint32_t word_index, Encoding& out) const;
+
+  WordPieceOptions options_;
+  std::vector<std::string> tokens_;
+  std::string pool_;
+  std::vector<Slot> table_;
+  std::size_t mask_ = 0;
+  std::uint32_t cls_ = 0, sep_ = 0, unk_ = 0;
+};
+
+}  // namespace headsep

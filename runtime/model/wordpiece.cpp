@@ -1,0 +1,316 @@
+// BERT WordPiece (see wordpiece.hpp for the rules). One pass over the text: each code point is
+// cleaned, normalised and classified as it is decoded, words are cut at whitespace and
+// punctuation, and each word is split into pieces at once (no intermediate normalised string).
+// ASCII goes through a 128-entry table; other code points through utf8proc.
+#include "headsep/wordpiece.hpp"
+
+#include <utf8proc.h>
+
+#include <array>
+#include <fstream>
+#include <sstream>
+
+#include "headsep/error.hpp"
+
+namespace headsep {
+namespace {
+
+// ASCII classes, as the Unicode rules give them (HF's clean_text drops the control characters
+// before it maps whitespace, so \v \f and 0x1c..0x1f are dropped, not spaces).
+enum : std::uint8_t { kDrop, kSpace, kPunct, kChar };
+constexpr std::array<std::uint8_t, 128> make_ascii() {
+  std::array<std::uint8_t, 128> t{};
+  for (int c = 0; c < 128; ++c) {
+    if (c == '\t' || c == '\n' || c == '\r' || c == ' ') t[c] = kSpace;
+    else if (c < 0x20 || c == 0x7f) t[c] = kDrop;
+    else if ((c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~'))
+      t[c] = kPunct;
+    else t[c] = kChar;
+  }
+  return t;
+}
+constexpr std::array<std::uint8_t, 128> kAscii = make_ascii();
+
+bool is_cjk(std::int32_t c) noexcept {  // BERT's _is_chinese_char blocks
+  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+         (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+bool is_control_cat(int cat) noexcept {
+  return cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF || cat == UTF8PROC_CATEGORY_CS ||
+         cat == UTF8PROC_CATEGORY_CO || cat == UTF8PROC_CATEGORY_CN;
+}
+bool is_space_cat(int cat) noexcept {  // White_Space beyond ASCII: Zs, Zl, Zp (U+0085 is Cc: dropped first)
+  return cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+}
+bool is_punct(std::int32_t c) noexcept {
+  if (c < 128) return kAscii[c] == kPunct;
+  const int cat = utf8proc_category(c);
+  return cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
+}
+
+void put_utf8(std::string& s, std::int32_t c) {
+  if (c < 0x80) {
+    s.push_back(static_cast<char>(c));
+  } else if (c < 0x800) {
+    s.push_back(static_cast<char>(0xC0 | (c >> 6)));
+    s.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else if (c < 0x10000) {
+    s.push_back(static_cast<char>(0xE0 | (c >> 12)));
+    s.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    s.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  } else {
+    s.push_back(static_cast<char>(0xF0 | (c >> 18)));
+    s.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
+    s.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
+    s.push_back(static_cast<char>(0x80 | (c & 0x3F)));
+  }
+}
+
+/// Decodes one code point at s[i] (s[i] >= 0x80), strict UTF-8 (no overlongs, surrogates or
+/// values past U+10FFFF). Returns -1 when invalid.
+std::int32_t decode(const unsigned char* s, std::size_t n, std::size_t& i) noexcept {
+  const unsigned c = s[i];
+  std::size_t len;
+  std::int32_t cp, min;
+  if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F, min = 0x80;
+  else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F, min = 0x800;
+  else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07, min = 0x10000;
+  else return -1;
+  if (i + len > n) return -1;
+  for (std::size_t k = 1; k < len; ++k) {
+    const unsigned b = s[i + k];
+    if ((b & 0xC0) != 0x80) return -1;
+    cp = (cp << 6) | std::int32_t(b & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
+  i += len;
+  return cp;
+}
+
+constexpr std::uint64_t kFnvBasis = 0xcbf29ce484222325ull, kFnvPrime = 0x100000001b3ull;
+std::uint64_t hash_key(const char* s, std::size_t n, bool continuation) noexcept {
+  std::uint64_t h = kFnvBasis ^ (continuation ? 0x9e3779b97f4a7c15ull : 0);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(s[i])) * kFnvPrime;
+  return h ^ (h >> 29);
+}
+
+}  // namespace
+
+WordPiece WordPiece::from_file(const std::filesystem::path& vocab, WordPieceOptions options) {
+  std::ifstream in(vocab, std::ios::binary);
+  if (!in) throw Error(vocab.string() + ": cannot open the vocabulary (vocab.txt)");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(vocab.string() + ": cannot read the vocabulary");
+  return from_bytes(ss.str(), vocab.string(), options);
+}
+
+WordPiece WordPiece::from_bytes(std::string_view bytes, const std::string& name, WordPieceOptions options) {
+  if (options.max_length < 2) throw Error(name + ": max_length must be >= 2 ([CLS] and [SEP]), got " +
+                                          std::to_string(options.max_length));
+  if (options.max_chars == 0) throw Error(name + ": max_chars must be >= 1");
+  WordPiece wp;
+  wp.options_ = options;
+  // Lines as HF reads them: split at '\n', trailing whitespace trimmed; a repeated token keeps
+  // its last id (HF inserts each line into a map in order).
+  std::size_t pos = 0;
+  while (pos < bytes.size()) {
+    std::size_t end = bytes.find('\n', pos);
+    if (end == std::string_view::npos) end = bytes.size();
+    std::string_view line = bytes.substr(pos, end - pos);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    wp.tokens_.emplace_back(line);
+    pos = end + 1;
+  }
+  if (wp.tokens_.empty()) throw Error(name + ": the vocabulary is empty");
+  if (wp.tokens_.size() > 0x7fffffff) throw Error(name + ": too many tokens");
+  std::size_t cap = 16;
+  while (cap < wp.tokens_.size() * 2) cap <<= 1;
+  wp.table_.assign(cap, Slot{});
+  wp.mask_ = cap - 1;
+  for (std::size_t id = 0; id < wp.tokens_.size(); ++id) {
+    const std::string& t = wp.tokens_[id];
+    const bool cont = t.size() >= 2 && t[0] == '#' && t[1] == '#';
+    wp.insert(cont ? std::string_view(t).substr(2) : std::string_view(t), cont, static_cast<std::uint32_t>(id), name);
+  }
+  auto special = [&](const char* s) {
+    const std::int64_t id = wp.find(s);
+    if (id < 0) throw Error(name + ": the vocabulary has no " + s + " token");
+    return static_cast<std::uint32_t>(id);
+  };
+  wp.cls_ = special("[CLS]");
+  wp.sep_ = special("[SEP]");
+  wp.unk_ = special("[UNK]");
+  return wp;
+}
+
+void WordPiece::insert(std::string_view key, bool continuation, std::uint32_t id, const std::string& name) {
+  (void)name;
+  const std::uint64_t h = hash_key(key.data(), key.size(), continuation);
+  for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+    Slot& s = table_[i];
+    if (s.id < 0) {
+      s.hash = h;
+      s.offset = static_cast<std::uint32_t>(pool_.size());
+      s.length = static_cast<std::uint32_t>(key.size());
+      s.id = static_cast<std::int32_t>(id);
+      pool_.append(key);
+      // The continuation flag is part of the key: kept in the pool as one trailing byte.
+      pool_.push_back(continuation ? '\1' : '\0');
+      return;
+    }
+    if (s.hash == h && s.length == key.size() && pool_[s.offset + s.length] == (continuation ? '\1' : '\0') &&
+        pool_.compare(s.offset, s.length, key) == 0) {
+      s.id = static_cast<std::int32_t>(id);  // a repeated token: the last line wins, as in HF
+      return;
+    }
+  }
+}
+
+std::int64_t WordPiece::lookup(const char* k, std::size_t n, bool continuation) const noexcept {
+  const std::uint64_t h = hash_key(k, n, continuation);
+  const char flag = continuation ? '\1' : '\0';
+  for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+    const Slot& s = table_[i];
+    if (s.id < 0) return -1;
+    if (s.hash == h && s.length == n && pool_[s.offset + n] == flag &&
+        (n == 0 || std::char_traits<char>::compare(pool_.data() + s.offset, k, n) == 0))
+      return s.id;
+  }
+}
+
+std::int64_t WordPiece::find(std::string_view token) const noexcept {
+  if (token.size() >= 2 && token[0] == '#' && token[1] == '#') {
+    const std::int64_t id = lookup(token.data() + 2, token.size() - 2, true);
+    if (id >= 0) return id;
+  }
+  return lookup(token.data(), token.size(), false);
+}
+
+void WordPiece::word_pieces(const std::string& word, std::uint32_t n_chars, std::uint32_t word_index,
+                            Encoding& out) const {
+  const std::size_t limit = options_.max_length - 1;  // ids holds [CLS]; room for [SEP]
+  if (out.ids.size() >= limit) {
+    out.truncated = true;
+    return;
+  }
+  if (n_chars > options_.max_chars) {
+    out.ids.push_back(unk_);
+    out.word.push_back(word_index);
+    return;
+  }
+  const std::size_t first = out.ids.size(), n = word.size();
+  const char* s = word.data();
+  std::size_t start = 0;
+  while (start < n) {
+    std::size_t end = n;
+    std::int64_t id = -1;
+    while (end > start) {
+      id = lookup(s + start, end - start, start > 0);
+      if (id >= 0) break;
+      do --end;  // back to the previous character boundary
+      while (end > start && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80);
+    }
+    if (id < 0) {  // no piece matches: the whole word is [UNK]
+      out.ids.resize(first);
+      out.word.resize(first);
+      out.ids.push_back(unk_);
+      out.word.push_back(word_index);
+      return;
+    }
+    out.ids.push_back(static_cast<std::uint32_t>(id));
+    out.word.push_back(word_index);
+    start = end;
+  }
+  if (out.ids.size() > limit) {  // pieces past max_length - 2 are dropped
+    out.ids.resize(limit);
+    out.word.resize(limit);
+    out.truncated = true;
+  }
+}
+
+void WordPiece::encode(std::string_view text, Encoding& out) const {
+  out.clear();
+  out.ids.push_back(cls_);
+  out.word.push_back(Encoding::kNoWord);
+  std::string word;
+  std::uint32_t chars = 0;
+  const bool lower = options_.lowercase;
+  auto flush = [&] {
+    if (chars == 0) return;
+    const auto wi = static_cast<std::uint32_t>(out.words.size());
+    word_pieces(word, chars, wi, out);
+    out.words.push_back(word);
+    word.clear();
+    chars = 0;
+  };
+  auto single = [&](std::int32_t c) {  // punctuation or a CJK ideograph: a word of its own
+    flush();
+    put_utf8(word, c);
+    chars = 1;
+    flush();
+  };
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  std::int32_t dec[8];
+  for (std::size_t i = 0; i < n;) {
+    if (out.ids.size() >= options_.max_length - 1) {  // full: the rest cannot add a piece
+      for (std::size_t j = i; j < n && !out.truncated; ++j) out.truncated = s[j] >= 0x80 || kAscii[s[j]] >= kPunct;
+      break;
+    }
+    const unsigned c = s[i];
+    if (c < 0x80) {
+      ++i;
+      switch (kAscii[c]) {
+        case kDrop: break;
+        case kSpace: flush(); break;
+        case kPunct: single(static_cast<std::int32_t>(c)); break;
+        default:
+          word.push_back(static_cast<char>(lower && c >= 'A' && c <= 'Z' ? c + 32 : c));
+          ++chars;
+      }
+      continue;
+    }
+    const std::size_t at = i;
+    const std::int32_t cp = decode(s, n, i);
+    if (cp < 0) throw Error("invalid UTF-8 at byte " + std::to_string(at + 1));
+    if (cp == 0xFFFD) continue;
+    const int cat = utf8proc_category(cp);
+    if (is_control_cat(cat)) continue;
+    if (is_space_cat(cat)) {
+      flush();
+      continue;
+    }
+    const bool cjk = is_cjk(cp);
+    if (cjk) flush();
+    std::int32_t nd = 1;
+    dec[0] = cp;
+    if (lower) {
+      int boundclass = UTF8PROC_BOUNDCLASS_START;
+      nd = static_cast<std::int32_t>(
+          utf8proc_decompose_char(cp, dec, 8, static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE), &boundclass));
+      if (nd < 0 || nd > 8) dec[0] = cp, nd = 1;  // (cannot happen for a valid code point: at most 4 for NFD)
+    }
+    for (std::int32_t k = 0; k < nd; ++k) {
+      std::int32_t d = dec[k];
+      if (lower) {
+        if (utf8proc_category(d) == UTF8PROC_CATEGORY_MN) continue;
+        d = utf8proc_tolower(d);
+      }
+      if (!cjk && is_punct(d)) {
+        single(d);
+      } else {
+        put_utf8(word, d);
+        ++chars;
+      }
+    }
+    if (cjk) flush();
+  }
+  flush();
+  out.ids.push_back(sep_);
+  out.word.push_back(Encoding::kNoWord);
+}
+
+}  // namespace headsep
