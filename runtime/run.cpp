@@ -19,6 +19,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <mutex>
 #include <new>
 #include <oneapi/tbb/global_control.h>
@@ -80,6 +81,9 @@ struct Work {
   std::vector<std::string> names;  // scenario names per slot, copied while the source is not running
   BatchResult result;
   std::vector<std::unique_ptr<SinkPartial>> partials;
+  // A stage's failure on this batch, raised by the output stage in batch order, so the error a run
+  // reports is the first bad batch's whatever the thread count and timing.
+  std::exception_ptr error;
 };
 
 // Owns every Work, so batches in flight are freed even when a stage throws.
@@ -93,6 +97,7 @@ class WorkPool {
     }
     Work* w = free_.back();
     free_.pop_back();
+    w->error = nullptr;
     return w;
   }
   void give(Work* w) {
@@ -325,8 +330,9 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
   // and everything any stage did (for run() after the pipeline).
   const char input_order = 0, output_order = 0, all_stages = 0;
 
+  bool input_failed = false;
   auto take_next = [&](oneapi::tbb::flow_control& fc) -> Work* {
-    if (exhausted.load(std::memory_order_relaxed) || next_index >= max_chunks) {
+    if (input_failed || exhausted.load(std::memory_order_relaxed) || next_index >= max_chunks) {
       fc.stop();
       return nullptr;
     }
@@ -335,9 +341,19 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     if (!random_access) {
       bool more = false;
       try {
-        more = source.next(w->batch, chunk);
-      } catch (const std::bad_alloc&) {
-        out_of_memory("reading", next_index, w->batch);  // w stays owned by the pool
+        try {
+          more = source.next(w->batch, chunk);
+        } catch (const std::bad_alloc&) {
+          out_of_memory("reading", next_index, w->batch);  // w stays owned by the pool
+        }
+        if (more) resolve_names(*w);
+      } catch (...) {
+        // Handed on rather than thrown here: batches before this one may still be computing, and
+        // one of them failing must be the error reported.
+        w->error = std::current_exception();
+        input_failed = true;
+        ++next_index;
+        return w;
       }
       if (!more) {
         exhausted = true;
@@ -345,9 +361,8 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
         fc.stop();
         return nullptr;
       }
-      // A sequential source may grow its scenario list while later batches are read, so the
-      // names are copied here, on the thread that calls next(), not read in the parallel stage.
-      resolve_names(*w);
+      // (A sequential source may grow its scenario list while later batches are read, so the
+      // names were copied above, on the thread that calls next(), not in the parallel stage.)
     }
     ++next_index;
     return w;
@@ -408,10 +423,16 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     tsan_acquire(&pipeline_built);
     ReleaseOnExit done{&all_stages};
     tsan_acquire(w);
-    try {
-      compute_batch(w);
-    } catch (const std::bad_alloc&) {
-      out_of_memory("computing", w->index, w->batch);
+    if (!w->error) {
+      try {
+        try {
+          compute_batch(w);
+        } catch (const std::bad_alloc&) {
+          out_of_memory("computing", w->index, w->batch);
+        }
+      } catch (...) {
+        w->error = std::current_exception();
+      }
     }
     tsan_release(w);  // the results, for the output stage
     return w;
@@ -419,7 +440,11 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
 
   bool past_end = false;
   auto consume = [&](Work* w) {
-    if (w->result.batch && !past_end) {
+    if (w->error && !past_end) std::rethrow_exception(w->error);  // the first failed batch, in order
+    if (w->error) {
+      // A random-access chunk after the end (its failure is not part of the run: whether it was
+      // computed at all depends on timing).
+    } else if (w->result.batch && !past_end) {
       try {
         for (std::size_t s = 0; s < sinks.size(); ++s) sinks[s]->consume(w->result, w->partials[s].get());
       } catch (const std::bad_alloc&) {

@@ -1,7 +1,5 @@
 // The engine through the real CLI and plugins: summaries, per-report streams, bounded memory,
 // determinism across threads and chunk sizes, and a quiet stderr when it is not a terminal.
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -16,24 +14,13 @@ namespace {
 
 const std::string kSynth = "run --scenario ops-reports --weighting axis-focus ";
 
-// Runs the CLI in a child and returns its peak resident set (KiB), from wait4's rusage.
+// Runs the CLI in a child (stdout discarded) and returns its peak resident set (KiB).
 long peak_rss_kib(const std::vector<std::string>& args) {
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    std::vector<char*> argv{const_cast<char*>(HEADSEP_CLI)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::freopen("/dev/null", "w", stdout);
-    ::execv(HEADSEP_CLI, argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  struct rusage ru {};
-  REQUIRE(::wait4(pid, &status, 0, &ru) == pid);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
-  return ru.ru_maxrss;
+  ChildLimits lim;
+  lim.stdout_path = "/dev/null";
+  const Result r = run_child(args, lim);
+  REQUIRE(r.status == 0);
+  return r.peak_kib;
 }
 
 }  // namespace

@@ -2,8 +2,6 @@
 // never an out-of-memory kill. Peak memory is the child's ru_maxrss from wait4. The full-size
 // versions (a 1 GB field, a 10 GB CSV, 4 M-row reports) are a manual check: scripts/limits.sh.
 #include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -34,35 +32,11 @@ constexpr bool kSanitized = false;
 #define CHECK_PEAK(run, kib) \
   if (!kSanitized) CHECK((run).peak_kib < (kib))
 
-struct Run {
-  int status = -1;
-  long peak_kib = 0;
-  std::string err;
-};
-
 // The CLI in a child, stdout discarded; exit status, peak RSS (KiB) and stderr.
-Run run_measured(const std::vector<std::string>& args) {
-  TempDir io;
-  const std::string err = io.file("err");
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    std::vector<char*> argv{const_cast<char*>(HEADSEP_CLI)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::freopen("/dev/null", "w", stdout);
-    ::freopen(err.c_str(), "w", stderr);
-    ::execv(HEADSEP_CLI, argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  struct rusage ru {};
-  REQUIRE(::wait4(pid, &status, 0, &ru) == pid);
-  Run r;
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.peak_kib = ru.ru_maxrss;
-  r.err = read_file(err);
-  return r;
+Result run_measured(const std::vector<std::string>& args) {
+  ChildLimits lim;
+  lim.stdout_path = "/dev/null";
+  return run_child(args, lim);
 }
 
 const std::string kHeader = "report_id,scenario,token,decision_axis,evidence_axis,single_weight,head1_weight,head2_weight";
@@ -105,12 +79,12 @@ TEST_CASE("a field beyond the 16 MiB row limit is refused after 16 MiB; a 15 MiB
       for (int k = 0; k < 15; ++k) b += mib;  // 15 MiB quoted
     b += "\"\n";
   });
-  const Run refused = run_measured(csv_run(big));
+  const Result refused = run_measured(csv_run(big));
   INFO(refused.err);
   CHECK(refused.status == 1);
   CHECK_THAT(refused.err, Contains(":2: row of more than 16 MiB (field 9); rows are limited to 16 MiB"));
   CHECK_PEAK(refused, 128 * 1024);
-  const Run passed = run_measured(csv_run(ok));
+  const Result passed = run_measured(csv_run(ok));
   CHECK(passed.status == 0);
   CHECK_PEAK(passed, 128 * 1024);
 }
@@ -127,7 +101,7 @@ TEST_CASE("30000 head columns are refused at the header; 1024 heads run in bound
     for (int k = 0; k < 30000; ++k) b += ",0.1";
     b += '\n';
   });
-  const Run refused = run_measured(csv_run(dir.file("30k.csv")));
+  const Result refused = run_measured(csv_run(dir.file("30k.csv")));
   CHECK(refused.status == 1);
   CHECK_THAT(refused.err, Contains("column 'head1025_weight': more than 1024 head columns; at most 1024 heads"));
   // 300 reports x 1024 heads: 523 776 pairwise separations per report, 1.26 GB in one batch of
@@ -138,12 +112,12 @@ TEST_CASE("30000 head columns are refused at the header; 1024 heads run in bound
     for (int k = 0; k < 1024; ++k) b += k % 2 ? ",0.3" : ",0.7";
     b += '\n';
   });
-  const Run ok = run_measured(csv_run(dir.file("1024.csv")));
+  const Result ok = run_measured(csv_run(dir.file("1024.csv")));
   INFO(ok.err);
   CHECK(ok.status == 0);
   CHECK_PEAK(ok, 400 * 1024);
   // The same through a plugin: uniform with 1024 heads over generated reports.
-  const Run plugin = run_measured({"run", "-s", "ops-reports", "-w", "uniform", "-p", "heads=1024", "-p", "reports=200", "-q",
+  const Result plugin = run_measured({"run", "-s", "ops-reports", "-w", "uniform", "-p", "heads=1024", "-p", "reports=200", "-q",
                                    "--threads", "2", "--summary", "/dev/null"});
   CHECK(plugin.status == 0);
   CHECK_PEAK(plugin, 400 * 1024);
@@ -155,7 +129,7 @@ TEST_CASE("a million tokens in one report: memory linear in the report, small co
   write_csv(dir.file("m.csv"), kHeader, 1000000, [](std::string& b, std::uint64_t i) {
     b += "r0,s,tok" + std::to_string(i) + "," + std::to_string(i % 7) + "," + std::to_string(i % 5) + ",0.5,0.25,0.25\n";
   });
-  const Run r = run_measured(csv_run(dir.file("m.csv")));
+  const Result r = run_measured(csv_run(dir.file("m.csv")));
   INFO(r.err);
   CHECK(r.status == 0);
   // Measured 265 MB (it was 398 MB with a struct of strings and vectors per buffered row).
@@ -174,8 +148,8 @@ TEST_CASE("streaming: peak memory does not grow with the number of reports in a 
   // spill to a temporary file (the hash set that held them grew ~40 bytes per report).
   gen(dir.file("small.csv"), 1200000);
   gen(dir.file("large.csv"), 3600000);
-  const Run small = run_measured(csv_run(dir.file("small.csv")));
-  const Run large = run_measured(csv_run(dir.file("large.csv")));
+  const Result small = run_measured(csv_run(dir.file("small.csv")));
+  const Result large = run_measured(csv_run(dir.file("large.csv")));
   INFO("peak RSS: 1.2 M reports " << small.peak_kib << " KiB, 3.6 M reports " << large.peak_kib << " KiB");
   CHECK(small.status == 0);
   CHECK(large.status == 0);
@@ -189,7 +163,7 @@ TEST_CASE("a report resuming after more than a million others is still refused, 
     const std::string id = i == 0 || i == others + 1 ? "again" : "r" + std::to_string(i);
     b += id + ",s,t,1,1,0.5,0.25,0.25\n";
   });
-  const Run r = run_measured(csv_run(dir.file("resumed.csv")));
+  const Result r = run_measured(csv_run(dir.file("resumed.csv")));
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Contains("resumed.csv:" + std::to_string(others + 3) +
                              ": column 'report_id': rows of the report that began at line 2 resume after other reports"));
@@ -197,7 +171,7 @@ TEST_CASE("a report resuming after more than a million others is still refused, 
   write_csv(dir.file("near.csv"), kHeader, 5, [](std::string& b, std::uint64_t i) {
     b += std::string(i == 0 || i == 4 ? "again" : "r" + std::to_string(i)) + ",s,t,1,1,0.5,0.25,0.25\n";
   });
-  const Run near = run_measured(csv_run(dir.file("near.csv")));
+  const Result near = run_measured(csv_run(dir.file("near.csv")));
   CHECK(near.status == 1);
   CHECK_THAT(near.err, Contains("near.csv:6: column 'report_id': rows of report 'again' resume after other reports (its rows "
                                 "began at line 2)"));
@@ -207,7 +181,7 @@ TEST_CASE("random access: long reports shrink the batch instead of multiplying i
   if (kSanitized) return;  // a memory bound only
   // 300 reports of 65 536 tokens: one batch of the default chunk would hold 19.7 M tokens
   // (~1.4 GB); sampled first reports size the chunk to ~128 MiB of token data.
-  const Run r = run_measured({"run", "-s", "ops-reports", "-w", "uniform", "-p", "min_tokens=65536", "-p", "max_tokens=65536", "-p",
+  const Result r = run_measured({"run", "-s", "ops-reports", "-w", "uniform", "-p", "min_tokens=65536", "-p", "max_tokens=65536", "-p",
                               "reports=300", "-q", "--threads", "2", "--summary", "/dev/null"});
   INFO(r.err);
   CHECK(r.status == 0);
