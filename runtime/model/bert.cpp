@@ -1,0 +1,352 @@
+// BERT encoder forward pass (see bert.hpp). Reports are processed in groups of consecutive
+// reports (about kGroupTokens tokens): the four products of each layer run over the whole group
+// at once (kernels::project_rows, the packed-panel kernel AttentionPlan uses), the attention per
+// report through the fused kernel (attention_report), which also measures every head.
+//
+// Why the panel kernel and not OpenBLAS: Debian's OpenBLAS 0.3.21 runs its Prescott kernels on
+// the AVX-512 Xeon this is measured on (13-24 GFLOP/s against 108-134 for the panel kernel,
+// bench_attention gemm/ vs project/; docs/ATTENTION.md), and the panel kernel gives each token a
+// result that does not depend on the other tokens of its group, so chunking cannot change a bit.
+#include "headsep/bert.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "headsep/error.hpp"
+#include "headsep/safetensors.hpp"
+#include "kernels/attention_simd.hpp"
+
+namespace headsep {
+namespace {
+
+constexpr std::size_t kGroupTokens = 512;  ///< tokens per group of reports (a longer report alone)
+
+using json = nlohmann::json;
+
+std::uint32_t get_uint(const json& j, const char* key, const std::string& file, std::int64_t def = -1) {
+  if (!j.contains(key)) {
+    if (def >= 0) return static_cast<std::uint32_t>(def);
+    throw Error(file + ": '" + key + "' is missing");
+  }
+  const json& v = j[key];
+  if (!v.is_number_integer() || v.get<std::int64_t>() <= 0 || v.get<std::int64_t>() > (std::int64_t(1) << 24))
+    throw Error(file + ": '" + key + "' must be a positive integer (at most 2^24), got " + v.dump());
+  return static_cast<std::uint32_t>(v.get<std::int64_t>());
+}
+
+std::string get_str(const json& j, const char* key, const std::string& file, const char* def) {
+  if (!j.contains(key)) return def;
+  if (!j[key].is_string()) throw Error(file + ": '" + key + "' must be a string, got " + j[key].dump());
+  return j[key].get<std::string>();
+}
+
+/// B[i][o] = W[o][i]: nn.Linear's [out][in] as the panel kernel's input-major B, packed with its bias.
+std::shared_ptr<const float> pack_linear(const std::vector<float>& w, const std::vector<float>& b, std::size_t out,
+                                         std::size_t in) {
+  std::vector<float> t(in * out);
+  for (std::size_t o = 0; o < out; ++o)
+    for (std::size_t i = 0; i < in; ++i) t[i * out + o] = w[o * in + i];
+  return kernels::pack_panels(t.data(), in, out, b.data());
+}
+
+/// y = (x - mean) / sqrt(var + eps) * g + b per row (statistics in double).
+void layer_norm(float* x, std::size_t rows, std::size_t d, const float* g, const float* b, double eps) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* row = x + r * d;
+    double s = 0;
+    for (std::size_t i = 0; i < d; ++i) s += row[i];
+    const double mean = s / double(d);
+    double v = 0;
+    for (std::size_t i = 0; i < d; ++i) {
+      const double c = row[i] - mean;
+      v += c * c;
+    }
+    const float inv = static_cast<float>(1.0 / std::sqrt(v / double(d) + eps));
+    const float m = static_cast<float>(mean);
+    for (std::size_t i = 0; i < d; ++i) row[i] = (row[i] - m) * inv * g[i] + b[i];
+  }
+}
+
+void add_rows(float* y, const float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+}  // namespace
+
+// erf by the rational approximation XLA and Eigen use for float (odd numerator of degree 13 over
+// an even denominator of degree 8, input clamped to [-4, 4] where erf is ±1 in float), branch-free
+// so the loop vectorises; one clone per instruction set.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void gelu_inplace(float* v, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float in = v[i];
+    float x = in * 0.70710678118654752f;
+    x = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
+    const float x2 = x * x;
+    float p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
+    p = x2 * p + -2.10102402082508e-06f;
+    p = x2 * p + -5.69250639462346e-05f;
+    p = x2 * p + -7.34990630326855e-04f;
+    p = x2 * p + -2.95459980854025e-03f;
+    p = x2 * p + -1.60960333262415e-02f;
+    p = x * p;
+    float q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
+    q = x2 * q + -1.68282697438203e-03f;
+    q = x2 * q + -7.37332916720468e-03f;
+    q = x2 * q + -1.42647390514189e-02f;
+    v[i] = 0.5f * in * (1.0f + p / q);
+  }
+}
+
+BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(file + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw Error(file + ": expected a JSON object");
+  const std::string type = get_str(j, "model_type", file, "");
+  bool bert = type == "bert";
+  if (type.empty() && j.contains("architectures") && j["architectures"].is_array())
+    for (const auto& a : j["architectures"])
+      if (a.is_string() && a.get<std::string>().rfind("Bert", 0) == 0) bert = true;
+  if (!bert)
+    throw Error(file + ": unsupported architecture (model_type '" + type +
+                "'): headsep runs BERT encoders (model_type \"bert\")");
+  if (j.contains("is_decoder") && j["is_decoder"].is_boolean() && j["is_decoder"].get<bool>())
+    throw Error(file + ": unsupported: is_decoder is true (headsep runs BERT encoders)");
+  const std::string act = get_str(j, "hidden_act", file, "gelu");
+  if (act != "gelu")
+    throw Error(file + ": unsupported activation hidden_act '" + act + "' (supported: \"gelu\", BERT's exact erf GELU)");
+  const std::string pos = get_str(j, "position_embedding_type", file, "absolute");
+  if (pos != "absolute") throw Error(file + ": unsupported position_embedding_type '" + pos + "' (supported: \"absolute\")");
+  BertConfig c;
+  c.vocab_size = get_uint(j, "vocab_size", file);
+  c.hidden = get_uint(j, "hidden_size", file);
+  c.layers = get_uint(j, "num_hidden_layers", file);
+  c.heads = get_uint(j, "num_attention_heads", file);
+  c.intermediate = get_uint(j, "intermediate_size", file);
+  c.max_positions = get_uint(j, "max_position_embeddings", file);
+  c.type_vocab_size = get_uint(j, "type_vocab_size", file, 2);
+  if (j.contains("layer_norm_eps")) {
+    if (!j["layer_norm_eps"].is_number() || !(j["layer_norm_eps"].get<double>() > 0) ||
+        !std::isfinite(j["layer_norm_eps"].get<double>()))
+      throw Error(file + ": 'layer_norm_eps' must be a positive number, got " + j["layer_norm_eps"].dump());
+    c.layer_norm_eps = j["layer_norm_eps"].get<double>();
+  }
+  if (c.hidden % c.heads)
+    throw Error(file + ": hidden_size " + std::to_string(c.hidden) + " is not divisible by num_attention_heads " +
+                std::to_string(c.heads));
+  if (c.layers > 1024 || c.heads > 1024) throw Error(file + ": more than 1024 layers or heads");
+  return c;
+}
+
+BertModel BertModel::load(const std::filesystem::path& dir) {
+  const std::string cfg_file = (dir / "config.json").string();
+  std::ifstream in(dir / "config.json", std::ios::binary);
+  if (!in) throw Error(cfg_file + ": cannot open (a model folder needs config.json and model.safetensors)");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  BertModel m;
+  m.cfg_ = BertConfig::parse(ss.str(), cfg_file);
+  m.name_ = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
+  const BertConfig& c = m.cfg_;
+  const SafeTensors st(dir / "model.safetensors");
+  std::string prefix;
+  if (!st.contains("embeddings.word_embeddings.weight") && st.contains("bert.embeddings.word_embeddings.weight"))
+    prefix = "bert.";
+  const std::uint64_t D = c.hidden, I = c.intermediate;
+  auto read = [&](const std::string& name, std::vector<std::uint64_t> dims, const std::string& formula) {
+    return st.read_f32(prefix + name, ShapeSpec{std::move(dims), formula});
+  };
+  m.word_ = read("embeddings.word_embeddings.weight", {c.vocab_size, D}, "[vocab_size, hidden_size]");
+  m.pos_ = read("embeddings.position_embeddings.weight", {c.max_positions, D}, "[max_position_embeddings, hidden_size]");
+  m.type_ = read("embeddings.token_type_embeddings.weight", {c.type_vocab_size, D}, "[type_vocab_size, hidden_size]");
+  m.emb_g_ = read("embeddings.LayerNorm.weight", {D}, "[hidden_size]");
+  m.emb_b_ = read("embeddings.LayerNorm.bias", {D}, "[hidden_size]");
+  for (std::uint32_t l = 0; l < c.layers; ++l) {
+    const std::string p = "encoder.layer." + std::to_string(l) + ".";
+    auto wq = read(p + "attention.self.query.weight", {D, D}, "[hidden_size, hidden_size]");
+    auto wk = read(p + "attention.self.key.weight", {D, D}, "[hidden_size, hidden_size]");
+    auto wv = read(p + "attention.self.value.weight", {D, D}, "[hidden_size, hidden_size]");
+    auto bq = read(p + "attention.self.query.bias", {D}, "[hidden_size]");
+    auto bk = read(p + "attention.self.key.bias", {D}, "[hidden_size]");
+    auto bv = read(p + "attention.self.value.bias", {D}, "[hidden_size]");
+    auto wo = read(p + "attention.output.dense.weight", {D, D}, "[hidden_size, hidden_size]");
+    auto bo = read(p + "attention.output.dense.bias", {D}, "[hidden_size]");
+    auto w1 = read(p + "intermediate.dense.weight", {I, D}, "[intermediate_size, hidden_size]");
+    auto b1 = read(p + "intermediate.dense.bias", {I}, "[intermediate_size]");
+    auto w2 = read(p + "output.dense.weight", {D, I}, "[hidden_size, intermediate_size]");
+    auto b2 = read(p + "output.dense.bias", {D}, "[hidden_size]");
+    Layer L;
+    L.ln1_g = read(p + "attention.output.LayerNorm.weight", {D}, "[hidden_size]");
+    L.ln1_b = read(p + "attention.output.LayerNorm.bias", {D}, "[hidden_size]");
+    L.ln2_g = read(p + "output.LayerNorm.weight", {D}, "[hidden_size]");
+    L.ln2_b = read(p + "output.LayerNorm.bias", {D}, "[hidden_size]");
+    // Q | K | V stacked as one [3D][D] linear.
+    std::vector<float> wqkv;
+    wqkv.reserve(3 * D * D);
+    for (auto* w : {&wq, &wk, &wv}) wqkv.insert(wqkv.end(), w->begin(), w->end());
+    std::vector<float> bqkv;
+    for (auto* b : {&bq, &bk, &bv}) bqkv.insert(bqkv.end(), b->begin(), b->end());
+    L.qkv = pack_linear(wqkv, bqkv, 3 * D, D);
+    L.out = pack_linear(wo, bo, D, D);
+    L.ffn1 = pack_linear(w1, b1, I, D);
+    L.ffn2 = pack_linear(w2, b2, D, I);
+    m.layers_.push_back(std::move(L));
+  }
+  const std::uint32_t H = c.heads, dh = c.head_dim(), H1 = H + 1;
+  m.cols_.assign(5 * std::size_t(H1), 0);
+  for (std::uint32_t h = 0; h <= H; ++h) {
+    const std::uint32_t off = h ? (h - 1) * dh : 0;
+    m.cols_[h] = off;
+    m.cols_[H1 + h] = c.hidden + off;
+    m.cols_[2 * H1 + h] = 2 * c.hidden + off;
+    m.cols_[3 * H1 + h] = h ? dh : c.hidden;
+    m.cols_[4 * H1 + h] = h ? dh : c.hidden;
+  }
+  return m;
+}
+
+double BertModel::flops(const std::uint64_t* token_offset, std::size_t n_reports) const noexcept {
+  const double D = cfg_.hidden, I = cfg_.intermediate;
+  double f = 0;
+  for (std::size_t r = 0; r < n_reports; ++r) {
+    const double n = double(token_offset[r + 1] - token_offset[r]);
+    f += 2.0 * n * (3 * D * D + D * D + 2 * D * I) + 4.0 * n * n * D;
+  }
+  return f * cfg_.layers;
+}
+
+void BertModel::forward(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t n_reports,
+                        std::uint32_t axes, const float* const* axis, SimdLevel level,
+                        const std::vector<BertLayerOut>& layers, float* hidden, BertScratch& s,
+                        float* all_hidden) const {
+  if (n_reports == 0) return;
+  kernels::require_supported(level);
+  if (layers.size() != cfg_.layers)
+    throw Error("bert: " + std::to_string(layers.size()) + " layer outputs for " + std::to_string(cfg_.layers) + " layers");
+  const std::size_t P = std::size_t(cfg_.heads) * (cfg_.heads - 1) / 2;
+  for (const auto& o : layers)
+    if (!o.head_stats || (axes && !o.context) || (P && !o.pair_stats) || o.stride < n_reports ||
+        (o.maps && !o.maps_offset))
+      throw Error("bert: every layer output needs head_stats, context (with axes), pair_stats and stride >= reports");
+  for (std::size_t r = 0; r < n_reports; ++r) {
+    const std::uint64_t n = token_offset[r + 1] - token_offset[r];
+    if (n > cfg_.max_positions)
+      throw Error("bert: report " + std::to_string(r) + " has " + std::to_string(n) + " tokens, over the model's " +
+                  std::to_string(cfg_.max_positions) + " positions");
+    for (std::uint64_t t = token_offset[r]; t < token_offset[r + 1]; ++t)
+      if (ids[t] >= cfg_.vocab_size)
+        throw Error("bert: token id " + std::to_string(ids[t]) + " is outside the vocabulary (" +
+                    std::to_string(cfg_.vocab_size) + " tokens)");
+  }
+  const std::size_t total = token_offset[n_reports] - token_offset[0];
+  for (std::size_t r0 = 0; r0 < n_reports;) {
+    std::size_t r1 = r0, tokens = 0;
+    while (r1 < n_reports) {
+      const std::size_t n = token_offset[r1 + 1] - token_offset[r1];
+      if (r1 > r0 && tokens + n > kGroupTokens) break;
+      tokens += n;
+      ++r1;
+    }
+    run_group(ids, token_offset, r0, r1, axes, axis, level, layers, hidden, all_hidden, total, s);
+    r0 = r1;
+  }
+}
+
+void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
+                          std::uint32_t axes, const float* const* axis, SimdLevel level,
+                          const std::vector<BertLayerOut>& layers, float* hidden, float* all_hidden,
+                          std::size_t total_tokens, BertScratch& s) const {
+  const std::size_t D = cfg_.hidden, I = cfg_.intermediate, H = cfg_.heads, dh = cfg_.head_dim(), H1 = H + 1;
+  const std::uint64_t t0 = token_offset[r0], base = token_offset[0];
+  const std::size_t T = token_offset[r1] - t0;
+  if (T == 0) {  // only empty reports: zero metrics (the kernel's convention for n = 0)
+    AttentionReport in;
+    in.heads = static_cast<std::uint32_t>(H);
+    in.q_col = cols_.data(), in.k_col = cols_.data() + H1, in.v_col = cols_.data() + 2 * H1;
+    in.dk = cols_.data() + 3 * H1, in.dv = cols_.data() + 4 * H1;
+    in.axes = axes;
+    std::vector<const float*> ax(axes, nullptr);
+    in.axis = ax.data();
+    for (std::size_t l = 0; l < layers.size(); ++l)
+      for (std::size_t r = r0; r < r1; ++r) {
+        AttentionReportOut ro;
+        ro.context = layers[l].context ? layers[l].context + r : nullptr;
+        ro.head_stats = layers[l].head_stats + r;
+        ro.pair_stats = layers[l].pair_stats ? layers[l].pair_stats + r : nullptr;
+        ro.stride = layers[l].stride;
+        attention_report(in, ro, level, s.attention);
+      }
+    return;
+  }
+  s.x.resize(T * D);
+  s.qkv.resize(T * 3 * D + kernels::kAttnMaxLanes);
+  s.ctx.resize(T * D);
+  s.h1.resize(T * D);
+  s.inter.resize(T * I);
+  float* x = s.x.data();
+  // Embeddings: word + position (within the report) + token type 0, then LayerNorm.
+  for (std::size_t r = r0; r < r1; ++r)
+    for (std::uint64_t t = token_offset[r]; t < token_offset[r + 1]; ++t) {
+      float* row = x + (t - t0) * D;
+      const float* w = word_.data() + std::size_t(ids[t]) * D;
+      const float* p = pos_.data() + std::size_t(t - token_offset[r]) * D;
+      for (std::size_t i = 0; i < D; ++i) row[i] = w[i] + p[i] + type_[i];
+    }
+  layer_norm(x, T, D, emb_g_.data(), emb_b_.data(), cfg_.layer_norm_eps);
+  if (all_hidden) std::memcpy(all_hidden + (t0 - base) * D, x, T * D * sizeof(float));
+
+  AttentionReport in;
+  in.heads = static_cast<std::uint32_t>(H);
+  in.ld = 3 * D;
+  in.q_col = cols_.data(), in.k_col = cols_.data() + H1, in.v_col = cols_.data() + 2 * H1;
+  in.dk = cols_.data() + 3 * H1, in.dv = cols_.data() + 4 * H1;
+  in.axes = axes;
+  std::vector<const float*> ax(axes);
+  in.axis = ax.data();
+
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& L = layers_[l];
+    const BertLayerOut& o = layers[l];
+    kernels::project_rows(level, x, D, T, D, L.qkv.get(), 3 * D, s.qkv.data(), 3 * D);
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::uint64_t b = token_offset[r];
+      const std::size_t n = token_offset[r + 1] - b;
+      in.n = static_cast<std::uint32_t>(n);
+      in.qkv = s.qkv.data() + (b - t0) * 3 * D;
+      for (std::uint32_t c = 0; c < axes; ++c) ax[c] = axis[c] + b;
+      s.heads_out.resize(n * (D + H * dh));
+      AttentionReportOut ro;
+      ro.context = o.context ? o.context + r : nullptr;
+      ro.head_stats = o.head_stats + r;
+      ro.pair_stats = o.pair_stats ? o.pair_stats + r : nullptr;
+      ro.stride = o.stride;
+      ro.maps = o.maps ? o.maps + o.maps_offset[r] : nullptr;
+      ro.head_out = s.heads_out.data();
+      attention_report(in, ro, level, s.attention);
+      // concat_h(O_h), heads 1..H: block h (after the baseline's n x D) is n x dh.
+      const float* o1 = s.heads_out.data() + n * D;
+      float* c = s.ctx.data() + (b - t0) * D;
+      for (std::size_t q = 0; q < n; ++q)
+        for (std::size_t h = 0; h < H; ++h) std::memcpy(c + q * D + h * dh, o1 + (h * n + q) * dh, dh * sizeof(float));
+    }
+    kernels::project_rows(level, s.ctx.data(), D, T, D, L.out.get(), D, s.h1.data(), D);
+    add_rows(s.h1.data(), x, T * D);
+    layer_norm(s.h1.data(), T, D, L.ln1_g.data(), L.ln1_b.data(), cfg_.layer_norm_eps);
+    kernels::project_rows(level, s.h1.data(), D, T, D, L.ffn1.get(), I, s.inter.data(), I);
+    gelu_inplace(s.inter.data(), T * I);
+    kernels::project_rows(level, s.inter.data(), I, T, I, L.ffn2.get(), D, x, D);
+    add_rows(x, s.h1.data(), T * D);
+    layer_norm(x, T, D, L.ln2_g.data(), L.ln2_b.data(), cfg_.layer_norm_eps);
+    if (all_hidden) std::memcpy(all_hidden + ((l + 1) * total_tokens + (t0 - base)) * D, x, T * D * sizeof(float));
+  }
+  if (hidden) std::memcpy(hidden + (t0 - base) * D, x, T * D * sizeof(float));
+}
+
+}  // namespace headsep
