@@ -18,8 +18,10 @@
 
 #include "headsep/attention.hpp"
 #include "headsep/axes.hpp"
+#include "headsep/bert.hpp"
 #include "headsep/error.hpp"
 #include "headsep/kernels.hpp"
+#include "headsep/model_run.hpp"
 #include "headsep/output.hpp"
 #include "headsep/plugin.h"
 #include "headsep/plugin_host.hpp"
@@ -48,6 +50,7 @@ struct RunArgs {
   std::size_t chunk = 0;  // 0 = automatic (8192; attention schemes: by X's width)
   std::string attention, attention_reports = "first:8";  // --attention PATH, --attention-reports SPEC
   std::size_t max_report_mb = 2048;
+  std::string model;  // --model DIR: a BERT encoder's heads are the heads (model_cmd)
 };
 
 /// --attention-reports: first:N | all | index:I,J,... | id:A,B,... -> which reports keep maps.
@@ -248,7 +251,56 @@ int execute(Setup& s, const RunArgs& a) {
   return 0;
 }
 
+/// --model DIR: text reports (text / ops-text) through a BERT encoder, every (layer, head)
+/// measured (model_run.hpp); the per layer x head summary as a table and --summary JSON.
+int model_cmd(const RunArgs& a) {
+  if (!a.weighting.empty()) throw UsageError("--model and --weighting exclude each other (the model's heads are the heads)");
+  if (!a.input.empty()) throw UsageError("--model reads text reports: --scenario text -p path=FILE, or --scenario ops-text");
+  if (!a.format.empty() || !a.output.empty() || !a.per_report.empty() || !a.attention.empty() || !a.reports.empty())
+    throw UsageError("--model writes the per layer x head summary (--summary PATH and the table); "
+                     "--format, --output, --per-report, --attention and --report do not apply");
+  if (a.scenario.empty()) throw UsageError("--model needs --scenario text (-p path=FILE) or --scenario ops-text");
+  // The model's three relations, unless the user chose axes.
+  const std::string axes_spec = a.axes == kSeedAxes ? "decision=decision_axis;evidence=evidence_axis;condition=condition_axis" : a.axes;
+  auto specs = parse_axes(axes_spec);
+  const RunOptions ro = run_options(a);
+  const BertModel model = BertModel::load(a.model);  // every model error before anything is opened or written
+  PluginRegistry registry = load_registry(a.plugin_dirs);
+  const PluginInfo& sp = registry.require(a.scenario, PluginKind::scenario);
+  std::vector<std::string> params = a.params;
+  if (declares(sp, "model") && !given(params, sp, "model")) params.push_back(sp.name + ".model=" + a.model);
+  PluginInfo none;
+  none.kind = PluginKind::weighting;
+  none.name = "(none)";
+  auto [sparams, wparams] = split_params(params, sp, none);
+  std::unique_ptr<ReportSource> source = open_scenario_plugin(registry, a.scenario, sparams);
+  const AxisMap axes = AxisMap::bind(specs, source->schema().feature_names);
+  ModelRunOptions mo;
+  mo.threads = a.threads;
+  mo.simd = ro.simd;
+  mo.chunk_reports = a.chunk ? a.chunk : 128;
+  const ModelSummary sum = run_model(*source, model, axes, mo);
+  if (!a.summary.empty()) {
+    OutputFile out(a.summary);
+    out.write(sum.json());
+    out.commit();
+  }
+  if (!a.quiet) {
+    std::uint64_t reports = 0, tokens = 0;
+    for (const auto& sc : sum.scenarios) reports += sc.reports, tokens += sc.tokens;
+    std::printf("%s", sum.table().c_str());
+    const double peak = measure_fp32_peak_gflops();
+    std::printf("%llu reports, %llu tokens in %.3f s: %.0f tokens/s, forward %.1f GFLOP/s = %.0f %% of %u x %.0f GFLOP/s fp32 peak (%s, %u threads)\n",
+                static_cast<unsigned long long>(reports), static_cast<unsigned long long>(tokens), sum.seconds,
+                sum.seconds > 0 ? double(tokens) / sum.seconds : 0.0, sum.seconds > 0 ? sum.gflop / sum.seconds : 0.0,
+                sum.seconds > 0 ? 100.0 * sum.gflop / sum.seconds / (peak * sum.threads) : 0.0, sum.threads, peak,
+                sum.simd.c_str(), sum.threads);
+  }
+  return 0;
+}
+
 int run_cmd(const RunArgs& a) {
+  if (!a.model.empty()) return model_cmd(a);
   // Usage errors before any plugin is loaded or file touched.
   if (!a.format.empty()) parse_format(a.format);
   if (!a.per_report.empty()) format_from_extension(a.per_report);
@@ -368,6 +420,9 @@ int main(int argc, char** argv) {
                    "Attention schemes: write the attention maps (and multi-head output) of chosen reports as JSON lines");
   runc->add_option("--attention-reports", ra.attention_reports, "Reports --attention keeps: first:N, all, index:I,J,.., id:A,B,..")
       ->capture_default_str();
+  runc->add_option("--model", ra.model,
+                   "A BERT encoder folder (config.json, model.safetensors): its every (layer, head) measured on text reports "
+                   "(--scenario text or ops-text)");
   runc->add_option("--max-report-mb", ra.max_report_mb,
                    "Attention: refuse a report whose working memory exceeds this many MiB")->capture_default_str();
 

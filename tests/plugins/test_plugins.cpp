@@ -104,7 +104,8 @@ TEST_CASE("the built-in plugins are found with no flags and listed", "[plugins]"
   CHECK(r.err.empty());
 
   auto reg = builtins();
-  REQUIRE(reg.plugins().size() == 8);  // csv, ops-reports, tensor; table, axis-focus, uniform, qkv, positional
+  // csv, ops-reports, tensor, text, ops-text; table, axis-focus, uniform, qkv, positional
+  REQUIRE(reg.plugins().size() == 10);
   CHECK(reg.failures().empty());
   CHECK(reg.find("ops-reports")->kind == PluginKind::scenario);
   CHECK(reg.find("uniform")->kind == PluginKind::weighting);

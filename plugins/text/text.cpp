@@ -1,0 +1,245 @@
+// text — reports as text, one per row of a CSV (header with report_id, text and optionally
+// scenario; RFC 4180 quoting, fields may span lines) or a JSON-lines file (objects with
+// "report_id", "text", optional "scenario"), tokenized with a model's WordPiece vocabulary
+// (text_reports.hpp). Streams: one chunk in memory; a chunk ends where the scenario changes.
+// Every error names the file and the line the report starts on; text that is not valid UTF-8
+// and an empty report are errors.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+
+#include "headsep/plugin_sdk.hpp"
+#include "text_reports.hpp"
+
+namespace {
+
+using namespace headsep::sdk;
+using headsep_text::ChunkBuilder;
+using headsep_text::Tokenizer;
+
+struct Record {
+  std::uint64_t line = 0;
+  std::string id, text, scenario;
+};
+
+bool valid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  std::size_t i = 0, n = s.size();
+  while (i < n) {
+    const unsigned c = p[i];
+    if (c < 0x80) { ++i; continue; }
+    std::size_t len;
+    std::uint32_t cp, min;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07, min = 0x10000;
+    else return false;
+    if (i + len > n) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+class TextGenerator final : public ScenarioGenerator {
+ public:
+  explicit TextGenerator(const Params& p)
+      : path_(p.get_string("path")),
+        tk_(p.get_string("model"), p.get_int("max_tokens"), p.get_string("lexicon")),
+        names_(p.get_bool("names")) {
+    if (path_.empty()) throw PluginError("parameter 'path' is empty: give the CSV or JSON-lines file of reports");
+    std::string fmt = p.get_string("format");
+    if (fmt == "auto") {
+      const std::string ext = path_.size() >= 6 ? path_.substr(path_.size() - 6) : path_;
+      fmt = (ext == ".jsonl" || (path_.size() >= 5 && path_.substr(path_.size() - 5) == ".json")) ? "jsonl" : "csv";
+    }
+    if (fmt != "csv" && fmt != "jsonl") throw PluginError("parameter 'format' must be auto, csv or jsonl, got '" + fmt + "'");
+    jsonl_ = fmt == "jsonl";
+    in_.open(path_, std::ios::binary);
+    if (!in_) throw PluginError(path_ + ": cannot open");
+    if (!jsonl_) read_header();
+    // Peek at the first report: a scenario column/field decides whether the data names scenarios.
+    pending_ = next_record();
+    if (jsonl_) has_scenario_ = pending_ && !pending_->scenario.empty();
+  }
+
+  SchemaInfo schema() const override {
+    SchemaInfo s;
+    s.features = tk_.features();
+    s.names_scenarios = has_scenario_;
+    return s;
+  }
+
+  bool chunk(std::uint64_t, std::uint64_t max_reports, ChunkWriter& out) override {
+    out.rows_read(rows_);
+    if (!pending_) return false;
+    cb_.reset(tk_.axes().size());
+    ids_.clear();
+    const std::string scenario = pending_->scenario;
+    while (pending_ && cb_.reports() < max_reports && pending_->scenario == scenario) {
+      const Record& r = *pending_;
+      const std::string where = path_ + ":" + std::to_string(r.line) + ": ";
+      if (!valid_utf8(r.id)) throw PluginError(where + "the report id is not valid UTF-8");
+      if (!valid_utf8(r.scenario)) throw PluginError(where + "the scenario is not valid UTF-8");
+      try {
+        tk_.encode(r.text, cb_.enc);
+      } catch (const headsep::Error& e) {
+        throw PluginError(where + "report '" + r.id + "': text is not valid UTF-8 (" + e.what() + " of the text)");
+      }
+      if (cb_.enc.ids.size() <= 2)
+        throw PluginError(where + "report '" + r.id + "' is empty (its text has no token)");
+      cb_.add(tk_, names_);
+      ids_.push_back(r.id);
+      pending_ = next_record();
+    }
+    if (has_scenario_) {
+      if (scenario.empty()) throw PluginError(path_ + ": a report has an empty scenario");
+      out.scenario(scenario);
+    }
+    cb_.write(out);
+    for (const auto& id : ids_) out.report_id(id);
+    out.source_rows(cb_.reports());
+    out.rows_read(rows_);
+    return true;
+  }
+
+ private:
+  [[noreturn]] void fail(std::uint64_t line, const std::string& what) const {
+    throw PluginError(path_ + ":" + std::to_string(line) + ": " + what);
+  }
+
+  /// One physical line without its line break; false at end of file.
+  bool get_line(std::string& s) {
+    if (!std::getline(in_, s)) return false;
+    ++line_;
+    if (!s.empty() && s.back() == '\r') s.pop_back();
+    if (line_ == 1 && s.rfind("\xEF\xBB\xBF", 0) == 0) s.erase(0, 3);
+    return true;
+  }
+
+  /// One CSV record (RFC 4180: quoted fields may hold commas, "" and line breaks).
+  bool csv_record(std::vector<std::string>& fields, std::uint64_t& start) {
+    std::string line;
+    do {
+      if (!get_line(line)) return false;
+    } while (line.empty());
+    start = line_;
+    fields.assign(1, {});
+    bool quoted = false, was_quoted = false;
+    std::size_t i = 0;
+    while (true) {
+      if (i == line.size()) {
+        if (!quoted) break;
+        if (!get_line(line)) fail(start, "unterminated quoted field");
+        fields.back() += '\n';
+        i = 0;
+        continue;
+      }
+      const char c = line[i++];
+      if (quoted) {
+        if (c == '"') {
+          if (i < line.size() && line[i] == '"') fields.back() += '"', ++i;
+          else quoted = false;
+        } else {
+          fields.back() += c;
+        }
+      } else if (c == ',') {
+        fields.emplace_back();
+        was_quoted = false;
+      } else if (c == '"' && fields.back().empty() && !was_quoted) {
+        quoted = was_quoted = true;
+      } else if (c == '"') {
+        fail(line_, "a quote inside an unquoted field (quote the whole field and double the quote)");
+      } else if (was_quoted) {
+        fail(line_, "characters after a closing quote");
+      } else {
+        fields.back() += c;
+      }
+    }
+    return true;
+  }
+
+  void read_header() {
+    std::vector<std::string> h;
+    std::uint64_t start = 0;
+    if (!csv_record(h, start)) fail(1, "empty file: expected a header with report_id and text");
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      if (h[i] == "report_id") col_id_ = static_cast<int>(i);
+      else if (h[i] == "text") col_text_ = static_cast<int>(i);
+      else if (h[i] == "scenario") col_scenario_ = static_cast<int>(i);
+    }
+    if (col_id_ < 0 || col_text_ < 0) fail(start, "the header needs the columns report_id and text (and optionally scenario)");
+    n_cols_ = h.size();
+    has_scenario_ = col_scenario_ >= 0;
+  }
+
+  std::optional<Record> next_record() {
+    Record r;
+    if (!jsonl_) {
+      std::vector<std::string> f;
+      if (!csv_record(f, r.line)) return std::nullopt;
+      if (f.size() != n_cols_)
+        fail(r.line, std::to_string(f.size()) + " fields, the header has " + std::to_string(n_cols_));
+      r.id = std::move(f[col_id_]);
+      r.text = std::move(f[col_text_]);
+      if (col_scenario_ >= 0) r.scenario = std::move(f[col_scenario_]);
+    } else {
+      std::string line;
+      do {
+        if (!get_line(line)) return std::nullopt;
+      } while (line.find_first_not_of(" \t") == std::string::npos);
+      r.line = line_;
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::exception& e) {
+        fail(r.line, std::string("not valid JSON (") + e.what() + ")");
+      }
+      if (!j.is_object()) fail(r.line, "expected a JSON object with report_id and text");
+      if (!j.contains("text") || !j["text"].is_string()) fail(r.line, "\"text\" is missing or not a string");
+      if (!j.contains("report_id") || !(j["report_id"].is_string() || j["report_id"].is_number_integer()))
+        fail(r.line, "\"report_id\" is missing or not a string or integer");
+      r.id = j["report_id"].is_string() ? j["report_id"].get<std::string>() : j["report_id"].dump();
+      r.text = j["text"].get<std::string>();
+      if (j.contains("scenario")) {
+        if (!j["scenario"].is_string()) fail(r.line, "\"scenario\" must be a string");
+        r.scenario = j["scenario"].get<std::string>();
+      }
+      if (has_scenario_ && r.scenario.empty()) fail(r.line, "\"scenario\" is missing (the first report has one)");
+      if (!has_scenario_ && !r.scenario.empty() && rows_ > 0)
+        fail(r.line, "\"scenario\" is given but the first report has none");
+    }
+    ++rows_;
+    return r;
+  }
+
+  std::string path_;
+  Tokenizer tk_;
+  bool names_ = false, jsonl_ = false, has_scenario_ = false;
+  std::ifstream in_;
+  std::uint64_t line_ = 0, rows_ = 0;
+  int col_id_ = -1, col_text_ = -1, col_scenario_ = -1;
+  std::size_t n_cols_ = 0;
+  std::optional<Record> pending_;
+  ChunkBuilder cb_;
+  std::vector<std::string> ids_;
+};
+
+constexpr headsep_param_spec kParams[] = {
+    {"path", HEADSEP_PARAM_STRING, nullptr, "CSV (report_id,text[,scenario]) or JSON-lines file of reports"},
+    {"format", HEADSEP_PARAM_STRING, "auto", "csv, jsonl, or auto (from the extension: .jsonl/.json = jsonl)"},
+    {"model", HEADSEP_PARAM_STRING, "", "model folder with vocab.txt (headsep run --model DIR passes it)"},
+    {"max_tokens", HEADSEP_PARAM_INT, "0", "tokens per report incl. [CLS]/[SEP], longer ones truncated (0 = the model's max_position_embeddings)"},
+    {"lexicon", HEADSEP_PARAM_STRING, "", "CSV word,AXIS1,... giving each word's context-axis values (empty = the built-in ops lexicon)"},
+    {"names", HEADSEP_PARAM_BOOL, "false", "emit token names (the WordPiece tokens)"},
+};
+
+}  // namespace
+
+HEADSEP_SCENARIO_PLUGIN(TextGenerator, "text", "0.1.0",
+                        "Text reports from CSV or JSON lines, WordPiece-tokenized with a model's vocab.txt", kParams)
