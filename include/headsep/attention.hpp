@@ -194,6 +194,12 @@ struct AttentionReportOut {
 void attention_report(const AttentionReport& in, const AttentionReportOut& out, SimdLevel level,
                       AttentionScratch& scratch);
 
+/// attention_report over `count` reports of one plan (equal heads, widths, columns, config and
+/// axes count; n, qkv, axis and outputs per report). Reports of a few tokens go through a kernel
+/// that puts one report in each vector lane; every report gets the bits attention_report gives it.
+void attention_reports(const AttentionReport* in, const AttentionReportOut* out, std::size_t count, SimdLevel level,
+                       AttentionScratch& scratch);
+
 /// Measured fp32 FMA peak of one core, GFLOP/s, at the best supported level (a ~50 ms
 /// microbenchmark of independent FMA chains; cached after the first call).
 double measure_fp32_peak_gflops();

@@ -312,6 +312,10 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
   in.axis = ax.data();
   const std::size_t hv = H * d_v_;
 
+  std::size_t known_bytes[65] = {};
+  std::vector<AttentionReport> reports;
+  std::vector<AttentionReportOut> outs;
+  std::vector<const float*> axis_rows;
   const bool blas = use_blas();
   const std::size_t group_tokens = std::max<std::size_t>(1, std::min(kGroupTokens, kGroupBytes / (ld * sizeof(float))));
   for (std::size_t r0 = 0; r0 < n_reports;) {
@@ -320,7 +324,12 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
     while (r1 < n_reports) {
       const std::size_t n = static_cast<std::size_t>(token_offset[r1 + 1] - token_offset[r1]);
       if (r1 > r0 && tokens + n > group_tokens) break;
-      const std::size_t need = report_bytes(n);
+      // Short reports are the common case: their working memory, once per length.
+      std::size_t need = n < std::size(known_bytes) ? known_bytes[n] : 0;
+      if (!need) {
+        need = report_bytes(n);
+        if (n < std::size(known_bytes)) known_bytes[n] = need;
+      }
       if (need > max_report_bytes)
         throw Error("attention: report " + std::to_string(r1) + " has " + std::to_string(n) + " tokens and needs " +
                     std::to_string(need) + " bytes of working memory, over the budget of " +
@@ -338,6 +347,31 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
     }
     const float* qkv = scratch.qkv.data();
 
+    if (!project_out) {
+      // The whole group in one call, so reports of a few tokens share the lane kernel.
+      const std::size_t m = r1 - r0;
+      reports.assign(m, in);
+      outs.assign(m, AttentionReportOut{});
+      axis_rows.resize(m * axes);
+      for (std::size_t i = 0; i < m; ++i) {
+        const std::size_t r = r0 + i;
+        const std::uint64_t b = token_offset[r];
+        AttentionReport& ri = reports[i];
+        ri.n = static_cast<std::uint32_t>(token_offset[r + 1] - b);
+        ri.qkv = qkv + (b - t0) * ld;
+        for (std::uint32_t c = 0; c < axes; ++c) axis_rows[i * axes + c] = axis[c] + b;
+        ri.axis = axis_rows.data() + i * axes;
+        AttentionReportOut& ro = outs[i];
+        ro.context = out.context ? out.context + r : nullptr;
+        ro.head_stats = out.head_stats + r;
+        ro.pair_stats = out.pair_stats ? out.pair_stats + r : nullptr;
+        ro.stride = out.stride;
+        ro.maps = out.maps ? out.maps + out.maps_offset[r] : nullptr;
+      }
+      attention_reports(reports.data(), outs.data(), m, level, scratch);
+      r0 = r1;
+      continue;
+    }
     for (std::size_t r = r0; r < r1; ++r) {
       const std::uint64_t b = token_offset[r];
       in.n = static_cast<std::uint32_t>(token_offset[r + 1] - b);

@@ -54,6 +54,19 @@ std::size_t attention_work_floats(const AttentionReport& in, std::uint32_t tq) n
          kAttnMaxLanes;
 }
 
+std::size_t attention_small_floats(const AttentionReport& in) noexcept {
+  const std::size_t n = in.n, H1 = std::size_t(in.heads) + 1, C = in.axes;
+  const std::size_t P = in.heads ? std::size_t(in.heads) * (in.heads - 1) / 2 : 0;
+  std::size_t e = 0;
+  for (std::size_t h = 0; h < H1; ++h) e += n * (2 * std::size_t(in.dk[h]) + in.dv[h]) + in.dv[h];
+  return e + C * n + H1 * n + H1 + H1 * (kHeadStats + C + 1) + P * kPairStats + H1;
+}
+
+bool attention_small(const AttentionReport& in) noexcept {
+  return in.n >= 1 && in.n <= kAttnSmallN && std::size_t(in.heads) + 1 <= kAttnSmallHeads &&
+         attention_small_floats(in) <= kAttnSmallFloats;
+}
+
 std::size_t attention_work_doubles(const AttentionReport& in) noexcept { return 2 * (std::size_t(in.heads) + 1); }
 
 std::shared_ptr<const float> pack_panels(const float* b, std::size_t K, std::size_t N, const float* bias) {
@@ -93,20 +106,60 @@ void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t 
 
 }  // namespace kernels
 
-void attention_report(const AttentionReport& in, const AttentionReportOut& out, SimdLevel level,
-                      AttentionScratch& scratch) {
-  kernels::require_supported(level);
+namespace {
+
+void check_heads(const AttentionReport& in) {
   for (std::uint32_t h = 2; h <= in.heads; ++h)
     if (in.dv[h] != in.dv[1])
       throw Error("attention: head " + std::to_string(h) + " has d_v = " + std::to_string(in.dv[h]) + ", head 1 has " +
                   std::to_string(in.dv[1]) + " (the pairwise output and subspace metrics need equal d_v)");
   for (std::uint32_t h = 0; h <= in.heads; ++h)
     if (in.dk[h] == 0) throw Error("attention: head " + std::to_string(h) + " has d_k = 0");
+}
+
+#if HEADSEP_KERNELS_X86
+/// The lane kernel over `count` <= lanes reports of one shape (attention_small accepted in[0]).
+void run_small(const AttentionReport* const* in, const AttentionReportOut* const* out, std::size_t count,
+               SimdLevel level, AttentionScratch& scratch) {
+  const std::size_t floats = kernels::attention_small_floats(*in[0]) * kernels::kAttnMaxLanes + kernels::kAttnMaxLanes;
+  if (scratch.tile.size() < floats) scratch.tile.resize(floats);
+  const auto addr = reinterpret_cast<std::uintptr_t>(scratch.tile.data());
+  float* f = scratch.tile.data() + ((64 - addr % 64) % 64) / sizeof(float);
+  switch (level) {
+    case SimdLevel::sse2: return kernels::attention_kernel<xsimd::sse2>{}.small(in, out, count, f);
+    case SimdLevel::avx2: return kernels::attention_kernel<kernels::fma3_avx2>{}.small(in, out, count, f);
+    case SimdLevel::avx512: return kernels::attention_kernel<xsimd::avx512bw>{}.small(in, out, count, f);
+    case SimdLevel::scalar: break;
+  }
+}
+
+std::size_t lanes(SimdLevel level) noexcept {
+  switch (level) {
+    case SimdLevel::sse2: return kernels::attention_kernel<xsimd::sse2>::lanes();
+    case SimdLevel::avx2: return kernels::attention_kernel<kernels::fma3_avx2>::lanes();
+    case SimdLevel::avx512: return kernels::attention_kernel<xsimd::avx512bw>::lanes();
+    case SimdLevel::scalar: break;
+  }
+  return 1;
+}
+#endif
+
+}  // namespace
+
+void attention_report(const AttentionReport& in, const AttentionReportOut& out, SimdLevel level,
+                      AttentionScratch& scratch) {
+  kernels::require_supported(level);
+  check_heads(in);
   if (level == SimdLevel::scalar) {
     kernels::attention_scalar(in, out, scratch.tile, scratch.sums);
     return;
   }
 #if HEADSEP_KERNELS_X86
+  if (kernels::attention_small(in)) {  // the lane kernel with one lane used: the bits it gives in a group
+    const AttentionReport* pin = &in;
+    const AttentionReportOut* pout = &out;
+    return run_small(&pin, &pout, 1, level, scratch);
+  }
   std::size_t q_first = 0;
   const std::size_t nq = kernels::attention_query_rows(in, &q_first);
   kernels::AttentionWork w;
@@ -125,6 +178,43 @@ void attention_report(const AttentionReport& in, const AttentionReportOut& out, 
     case SimdLevel::avx512: kernels::attention_kernel<xsimd::avx512bw>{}(in, out, w); break;
   }
 #endif
+}
+
+void attention_reports(const AttentionReport* in, const AttentionReportOut* out, std::size_t count, SimdLevel level,
+                       AttentionScratch& scratch) {
+  kernels::require_supported(level);
+  if (count == 0) return;
+#if HEADSEP_KERNELS_X86
+  if (level != SimdLevel::scalar) {
+    check_heads(in[0]);
+    // Small reports of equal n share the lane kernel, lanes(level) at a time; the rest one by one.
+    const std::size_t L = lanes(level);
+    const AttentionReport* pin[kernels::kAttnMaxLanes];
+    const AttentionReportOut* pout[kernels::kAttnMaxLanes];
+    // Whether a report of n tokens is small depends on n alone here (one plan's reports).
+    bool small[kernels::kAttnSmallN + 1] = {false};
+    AttentionReport probe = in[0];
+    for (std::uint32_t n = 1; n <= kernels::kAttnSmallN; ++n) probe.n = n, small[n] = kernels::attention_small(probe);
+    bool any_small = false;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (in[i].n <= kernels::kAttnSmallN && small[in[i].n]) any_small = true;
+      else attention_report(in[i], out[i], level, scratch);
+    }
+    if (!any_small) return;
+    for (std::uint32_t n = 1; n <= kernels::kAttnSmallN; ++n) {
+      if (!small[n]) continue;
+      std::size_t m = 0;
+      for (std::size_t i = 0; i < count; ++i) {
+        if (in[i].n != n) continue;
+        pin[m] = in + i, pout[m] = out + i;
+        if (++m == L) run_small(pin, pout, m, level, scratch), m = 0;
+      }
+      if (m) run_small(pin, pout, m, level, scratch);
+    }
+    return;
+  }
+#endif
+  for (std::size_t i = 0; i < count; ++i) attention_report(in[i], out[i], level, scratch);
 }
 
 namespace {

@@ -39,6 +39,16 @@ std::size_t attention_work_doubles(const AttentionReport& in) noexcept;
 /// Returns the number of query rows (0 for an empty report); *first = the first query's index.
 std::size_t attention_query_rows(const AttentionReport& in, std::size_t* first) noexcept;
 
+/// Small reports: n <= kAttnSmallN tokens, at most kAttnSmallHeads heads (baseline included) and
+/// at most kAttnSmallFloats values per report in the lane kernel's working set go through
+/// attention_kernel::small, a vector lane per report (attention_small decides).
+inline constexpr std::size_t kAttnSmallN = 8;
+inline constexpr std::size_t kAttnSmallHeads = 32;
+inline constexpr std::size_t kAttnSmallFloats = 2048;
+/// Floats per lane of the lane kernel's working set (its elements, as small() carves them).
+std::size_t attention_small_floats(const AttentionReport& in) noexcept;
+bool attention_small(const AttentionReport& in) noexcept;
+
 /// Columns per panel of a packed projection matrix (pack_panels): a multiple of every level's
 /// micro-kernel width (3 vectors: 48 floats on AVX-512, 24 on AVX2, 12 on SSE2).
 inline constexpr std::size_t kPanel = 48;
@@ -62,6 +72,11 @@ void set_attention_gemm_blas(bool blas);
 template <class Arch>
 struct attention_kernel {
   void operator()(const AttentionReport& in, const AttentionReportOut& out, const AttentionWork& w) const;
+  /// `count` <= lanes() reports of equal n that attention_small accepts, sharing heads, widths,
+  /// columns, config and axes count (one plan's), one per lane. `f`: 64-byte aligned,
+  /// attention_small_floats(*in[0]) * lanes() floats.
+  void small(const AttentionReport* const* in, const AttentionReportOut* const* out, std::size_t count, float* f) const;
+  static std::size_t lanes() noexcept;
   /// project_rows at this level.
   void project(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
                const float* packed_bias, std::size_t N, float* c, std::size_t ldc) const;
