@@ -208,8 +208,13 @@ void attention_slot(const ReportBatch& b, const Weighting& weighting, std::uint3
       throw Error((label.empty() ? std::string() : label + ": ") + "scenario '" + scenario + "': X is " +
                   std::to_string(width) + " wide (" + (weighting.attention_reads_features() ? "feature columns" : "embeddings") +
                   ") but the attention scheme's d_model is " + std::to_string(plan->d_model()));
+    std::size_t known[65] = {};  // per length, for the short reports that make up most batches
+    auto bytes = [&](std::size_t n) {
+      if (n >= std::size(known)) return plan->report_bytes(n);
+      return known[n] ? known[n] : (known[n] = plan->report_bytes(n));
+    };
     for (std::size_t r = 0; r < n_rep; ++r)
-      if (const std::size_t need = plan->report_bytes(b.report_length(r)); need > opt.max_report_bytes)
+      if (const std::size_t need = bytes(b.report_length(r)); need > opt.max_report_bytes)
         throw Error(where(label, b, r, scenario) + ": " + std::to_string(b.report_length(r)) + " tokens need " +
                     std::to_string((need + (1 << 20) - 1) >> 20) + " MiB of attention working memory, over the limit of " +
                     std::to_string(opt.max_report_bytes >> 20) + " MiB (--max-report-mb)");

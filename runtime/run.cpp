@@ -19,6 +19,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -132,13 +133,24 @@ void check_weights(const ReportBatch& batch, const WeightBlock& w, const std::st
   }
 }
 
+// Bit 63 set iff some value is Inf or NaN: an all-ones exponent plus one exponent unit carries
+// into the sign bit. Integer and/add/or only, so it vectorises at the baseline ISA (std::isfinite
+// in a loop did not: 3% of a short-report attention run).
+std::uint64_t nonfinite_bits(const std::vector<double>& v) noexcept {
+  constexpr std::uint64_t kExp = 0x7FF0000000000000ull, kUnit = 0x0010000000000000ull;
+  std::uint64_t acc = 0;
+  for (double x : v) {
+    std::uint64_t u;
+    std::memcpy(&u, &x, sizeof u);
+    acc |= (u & kExp) + kUnit;
+  }
+  return acc;
+}
+
 void check_results(const ReportBatch& batch, const MetricBlock& m, const std::string& scenario) {
-  bool bad = false;
-  for (double v : m.context) bad |= !std::isfinite(v);
-  for (double v : m.separation) bad |= !std::isfinite(v);
-  for (double v : m.head_stats) bad |= !std::isfinite(v);
-  for (double v : m.pair_stats) bad |= !std::isfinite(v);
-  if (!bad) return;
+  const std::uint64_t bits = nonfinite_bits(m.context) | nonfinite_bits(m.separation) | nonfinite_bits(m.head_stats) |
+                             nonfinite_bits(m.pair_stats);
+  if (!(bits >> 63)) return;
   for (std::size_t r = 0; r < m.n; ++r) {
     bool ok = std::isfinite(m.separation[r]);
     for (std::uint32_t h = 0; h <= m.heads; ++h)
