@@ -37,7 +37,9 @@ class Summary final : public ResultSink {
   std::string table() const;
   std::uint64_t groups() const noexcept;
 
- private:
+  /// Read access for the report module (runtime/report): scenarios in order of first appearance,
+  /// metrics in metric_names() order ([0] head_separation, then difference components, then the
+  /// attention statistics).
   struct Metric {
     std::string name;
     Moments moments;  // stats.hpp: shifted sums, added row by row in report order
@@ -50,8 +52,13 @@ class Summary final : public ResultSink {
     TopK top;
     std::unordered_map<std::uint64_t, std::string> top_ids;
   };
-  Scenario& scenario(const std::string& name);
+  const std::vector<Scenario>& scenarios() const noexcept { return scenarios_; }
+  const RunInfo& info() const noexcept { return info_; }
+  const SummaryOptions& options() const noexcept { return opt_; }
   std::vector<std::string> metric_names() const;
+
+ private:
+  Scenario& scenario(const std::string& name);
 
   RunInfo info_;
   SummaryOptions opt_;

@@ -28,6 +28,9 @@
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
 #include "headsep/summary.hpp"
+#include "report/report.hpp"
+#include "text_util.hpp"
+#include <oneapi/tbb/info.h>
 
 namespace headsep {
 extern const std::string_view seed_csv;
@@ -51,6 +54,9 @@ struct RunArgs {
   std::string attention, attention_reports = "first:8";  // --attention PATH, --attention-reports SPEC
   std::size_t max_report_mb = 2048;
   std::string model;  // --model DIR: a BERT encoder's heads are the heads (model_cmd)
+  std::string report_html, plot_svg;            // --report-html PATH, --plot-svg DIR (runtime/report)
+  std::string command_line, scenario_label;     // for the report's header
+  bool sweep_value = false;                     // one value of `headsep sweep`: no rows, no table
 };
 
 /// --attention-reports: first:N | all | index:I,J,... | id:A,B,... -> which reports keep maps.
@@ -191,7 +197,24 @@ RunOptions run_options(const RunArgs& a) {
 ///    given, or when nothing else is asked for and the data names its scenarios (CSV input).
 ///  - the per-scenario summary: JSON with --summary PATH, and a table on stdout when stdout is
 ///    not carrying rows and no rows were asked for, or with --summary/--per-report (not --quiet).
-int execute(Setup& s, const RunArgs& a) {
+/// What the report's header says about a run (docs/REPORTS.md).
+report::Header report_header(const RunArgs& a, const RunOptions& opt, const RunStats& st, bool attention) {
+  report::Header h;
+  h.command_line = a.command_line;
+  h.version = HEADSEP_VERSION;
+  h.scenario_plugin = !a.scenario_label.empty() ? a.scenario_label : a.input.empty() ? a.scenario : "csv (--input " + a.input + ")";
+  h.weighting_plugin = a.weighting.empty() ? "table" : a.weighting;
+  h.params = a.params;
+  if (a.axes != kSeedAxes) h.params.push_back("--axes " + a.axes);
+  for (const auto& r : a.reports) h.params.push_back("--report " + r);
+  h.reports = st.reports, h.groups = st.groups, h.seconds = st.seconds;
+  h.threads = a.threads ? a.threads : unsigned(tbb::info::default_concurrency());
+  h.simd = std::string(to_string(opt.simd));
+  h.precision = attention ? "attention f32, metrics summed in f64" : opt.precision == Precision::f64 ? "f64" : "f32";
+  return h;
+}
+
+int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&, const RunStats&)>& after = {}) {
   RunOptions opt = run_options(a);
   opt.progress = !a.quiet && ::isatty(STDERR_FILENO);
   RunInfo info{s.axes.names(), s.weighting->heads()};
@@ -204,7 +227,8 @@ int execute(Setup& s, const RunArgs& a) {
     const std::size_t width = std::max<std::size_t>(1, sc.d_model ? sc.d_model : sc.feature_names.size());
     opt.chunk_reports = std::clamp<std::size_t>(65536 / width, 32, 8192);
   }
-  const bool rows_to_stdout = a.output.empty() &&
+  const bool report = !a.report_html.empty() || !a.plot_svg.empty();
+  const bool rows_to_stdout = !a.sweep_value && a.output.empty() &&
                               (!a.format.empty() || (a.per_report.empty() && a.summary.empty() && s.source->schema().names_scenarios));
   std::vector<ResultSink*> sinks;
   std::vector<std::unique_ptr<OutputFile>> files;
@@ -225,10 +249,16 @@ int execute(Setup& s, const RunArgs& a) {
     writers_any.push_back(make_attention_writer(*files.back()));
     sinks.push_back(writers_any.back().get());
   }
+  std::unique_ptr<report::Collector> collector;  // what the report needs beyond the summary
+  if (report) {
+    if (info.attention && !opt.keep_maps) opt.keep_maps = parse_keep(a.attention_reports);
+    collector = std::make_unique<report::Collector>(info);
+    sinks.push_back(collector.get());
+  }
   std::unique_ptr<Summary> summary;
   // The table is the answer when no rows were asked for, or alongside --summary/--per-report.
   const bool table = !rows_to_stdout && !a.quiet && (a.output.empty() || !a.summary.empty() || !a.per_report.empty());
-  if (!a.summary.empty() || table) {
+  if (!a.summary.empty() || table || report || after) {
     summary = std::make_unique<Summary>(info, SummaryOptions{a.top, a.bins, 0.005});
     sinks.push_back(summary.get());
   }
@@ -239,6 +269,9 @@ int execute(Setup& s, const RunArgs& a) {
     out.write(summary->json());
     out.commit();
   }
+  if (report)
+    report::write(report::build(*summary, *collector, report_header(a, opt, stats, info.attention)), a.report_html, a.plot_svg);
+  if (after) after(*summary, stats);
   for (auto& f : files) f->commit();
   if (table) {
     std::printf("%s", summary->table().c_str());
@@ -311,8 +344,10 @@ int run_cmd(const RunArgs& a) {
 }
 
 /// The seed exercise from the bundled CSV, with the core's reader (no plugin needed).
-int example_cmd() {
+int example_cmd(const RunArgs& given) {
   RunArgs a;
+  a.report_html = given.report_html, a.plot_svg = given.plot_svg, a.command_line = given.command_line;
+  a.scenario_label = "the seed CSV (bundled), report ops_pressure_return";
   Setup s;
   CsvSourceOptions so;
   so.path = "qkv-multihead-report-scenarios.csv";
@@ -324,6 +359,52 @@ int example_cmd() {
   s.axes = AxisMap::bind(specs, s.source->schema().feature_names);
   s.weighting = make_table_weighting(s.source->schema().given_heads);
   return execute(s, a);
+}
+
+/// headsep sweep: the run's report set once per value of one plugin parameter (the report set is
+/// generated again for each value: docs/REPORTS.md has the measured cost).
+int sweep_cmd(RunArgs a, std::string vary, const std::string& json) {
+  if (!a.format.empty() || !a.output.empty() || !a.per_report.empty() || !a.summary.empty() || !a.attention.empty())
+    throw UsageError("sweep writes --json, --report-html and --plot-svg only");
+  if (vary.empty())  // -p KEY=LO:HI:N names the swept parameter too
+    for (auto it = a.params.begin(); it != a.params.end(); ++it) {
+      auto parts = split(std::string_view(*it).substr(std::min(it->size(), it->find('=') + 1)), ':');
+      if (parts.size() == 3 && parse_finite_double(parts[0]) && parse_finite_double(parts[1]) && parse_finite_double(parts[2])) {
+        vary = *it;
+        a.params.erase(it);
+        break;
+      }
+    }
+  if (vary.empty()) throw UsageError("sweep needs --vary KEY=LO:HI:N or KEY=V1,V2,... (or one -p KEY=LO:HI:N)");
+  const auto spec = report::parse_sweep(vary);
+  RunOptions opt = run_options(a);
+  report::Sweep sw = report::make_sweep(spec);
+  RunStats total;
+  for (std::size_t i = 0; i < spec.values.size(); ++i) {
+    RunArgs v = a;
+    v.quiet = true, v.sweep_value = true, v.report_html.clear(), v.plot_svg.clear();
+    v.params.push_back(spec.key + "=" + spec.values[i]);
+    Setup s = build_setup(v);
+    execute(s, v, [&](const Summary& sum, const RunStats& st) {
+      report::add_sweep_run(sw, i, sum, st.seconds);
+      total.reports += st.reports, total.groups += st.groups, total.seconds += st.seconds;
+    });
+    if (!a.quiet) std::fprintf(stderr, "sweep: %s=%s (%zu of %zu)\n", spec.key.c_str(), spec.values[i].c_str(), i + 1, spec.values.size());
+  }
+  if (!json.empty()) {
+    OutputFile out(json);
+    out.write(report::sweep_json(sw));
+    out.commit();
+  }
+  if (!a.report_html.empty() || !a.plot_svg.empty()) {
+    report::ReportData d;
+    d.header = report_header(a, opt, total, false);
+    d.header.params.push_back("--vary " + vary);
+    d.sweep = sw;
+    report::write(d, a.report_html, a.plot_svg);
+  }
+  if (!a.quiet) std::printf("%s", report::sweep_table(sw).c_str());
+  return 0;
 }
 
 int plugins_cmd(const std::vector<std::string>& dirs, const std::string& name) {
@@ -393,6 +474,9 @@ int main(int argc, char** argv) {
   RunArgs ra;
 
   auto* example = app.add_subcommand("example", "Print the seed exercise's output, computed from the bundled seed CSV");
+  RunArgs ea;
+  example->add_option("--report-html", ea.report_html, "Also write the HTML report (the seed's plot, distributions)");
+  example->add_option("--plot-svg", ea.plot_svg, "Also write each figure as an SVG file into this folder");
 
   auto* runc = app.add_subcommand("run", "Analyse a report set: a scenario generator through a weighting scheme");
   runc->add_option("--scenario,-s", ra.scenario, "Scenario generator plugin (see 'headsep plugins')");
@@ -426,6 +510,29 @@ int main(int argc, char** argv) {
   runc->add_option("--max-report-mb", ra.max_report_mb,
                    "Attention: refuse a report whose working memory exceeds this many MiB")->capture_default_str();
 
+  runc->add_option("--report-html", ra.report_html, "Write an offline HTML report (seed plot, distributions, attention)");
+  runc->add_option("--plot-svg", ra.plot_svg, "Write each figure of the report as an SVG file into this folder");
+
+  RunArgs sa;
+  std::string sweep_vary, sweep_json;
+  auto* sweepc = app.add_subcommand("sweep", "Run one report set over a range of a plugin parameter (docs/REPORTS.md)");
+  sweepc->add_option("--vary", sweep_vary, "KEY=LO:HI:N or KEY=V1,V2,... (a -p key, e.g. axis-focus.single_sharpness=0.25:4:9)");
+  sweepc->add_option("--scenario,-s", sa.scenario, "Scenario generator plugin");
+  sweepc->add_option("--weighting,-w", sa.weighting, "Weighting scheme plugin");
+  sweepc->add_option("-p,--param", sa.params, "Plugin parameter [plugin.]key=value (repeatable)");
+  sweepc->add_option("--plugin-dir", sa.plugin_dirs, "Search this folder for plugins first (repeatable)");
+  sweepc->add_option("--input,-i", sa.input, "CSV in the seed schema");
+  sweepc->add_option("--report", sa.reports, "Report id to analyse (repeatable; default: all)");
+  sweepc->add_option("--axes", sa.axes, "Context axes")->capture_default_str();
+  sweepc->add_option("--threads", sa.threads, "Worker threads (0 = all cores)");
+  sweepc->add_option("--simd", sa.simd, "Force a SIMD level");
+  sweepc->add_option("--precision", sa.precision, "f64 or f32")->capture_default_str();
+  sweepc->add_option("--chunk", sa.chunk, "Reports per batch")->check(CLI::PositiveNumber);
+  sweepc->add_option("--json", sweep_json, "Write the sweep (quantiles per value and scenario) as JSON");
+  sweepc->add_option("--report-html", sa.report_html, "Write the sweep's HTML report");
+  sweepc->add_option("--plot-svg", sa.plot_svg, "Write the sweep's figure as SVG into this folder");
+  sweepc->add_flag("--quiet,-q", sa.quiet, "No table");
+
   std::vector<std::string> list_dirs;
   std::string list_name;
   auto* pluginsc = app.add_subcommand("plugins", "List the plugins found, or show one plugin's parameters");
@@ -441,9 +548,24 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   install_signal_handlers();
+  {
+    std::string cl;  // the header of a report says what was run, as a shell would read it back
+    for (int i = 0; i < argc; ++i) {
+      std::string w = argv[i];
+      const bool plain = !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,:/@+%") == std::string::npos;
+      if (!plain) {
+        std::string q = "'";
+        for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        w = q + "'";
+      }
+      cl += (i ? " " : "") + w;
+    }
+    ra.command_line = ea.command_line = sa.command_line = cl;
+  }
   try {
     int rc = 0;
-    if (*example) rc = example_cmd();
+    if (*example) rc = example_cmd(ea);
+    else if (*sweepc) rc = sweep_cmd(sa, sweep_vary, sweep_json);
     else if (*runc) rc = run_cmd(ra);
     else if (*pluginsc) rc = plugins_cmd(list_dirs, list_name);
     else if (*infoc) rc = info_cmd();

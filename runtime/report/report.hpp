@@ -1,0 +1,213 @@
+// headsep — reports people look at: the seed's plot, distributions, attention views and sweeps,
+// as hand-written SVG inside one offline HTML file (docs/REPORTS.md).
+//
+// The module is fed by aggregates only: the Summary's moments, quantile sketches and histograms,
+// plus what Collector keeps while a run streams (context means, the top-k reports' contexts, the
+// attention maps of a few kept reports). It never recomputes a metric; memory and output size are
+// bounded whatever the number of reports.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "headsep/run.hpp"
+#include "headsep/stats.hpp"
+
+namespace headsep {
+class Summary;
+}
+
+namespace headsep::report {
+
+/// Limits that keep a report's size independent of the run's size (docs/REPORTS.md).
+struct Limits {
+  std::size_t plot_reports = 5;      ///< top reports drawn per scenario in the seed plot
+  std::size_t scenarios = 24;        ///< scenarios drawn in detail (the header table lists them all)
+  std::size_t map_reports = 2;       ///< kept reports whose attention maps are drawn, per scenario
+  std::size_t map_tokens = 32;       ///< queries / keys drawn per map (longer reports are cut, and say so)
+  std::size_t map_cells = 60000;     ///< attention-map cells in the whole report
+};
+
+/// count, mean, std, min, max and quantiles of one metric of one scenario.
+struct Stats {
+  std::uint64_t count = 0;
+  double mean = 0, std = 0, min = 0, max = 0, p01 = 0, p10 = 0, p50 = 0, p90 = 0, p99 = 0;
+  bool exact = true;
+};
+
+/// One metric of one scenario: its statistics and a histogram on the axis all scenarios share.
+struct Distribution {
+  Stats stats;
+  std::vector<HistogramBin> bins;
+};
+
+/// A report drawn in the seed plot: its contexts ([(h * axes + c)], h = 0 the baseline).
+struct PlotReport {
+  std::string id;
+  std::uint64_t index = 0;
+  double separation = 0;
+  std::vector<double> context;
+};
+
+/// A kept report's attention maps, cut to Limits::map_tokens queries and keys.
+struct AttentionMap {
+  std::string id;
+  std::uint64_t index = 0;
+  double separation = 0;
+  std::vector<std::string> tokens;  ///< key tokens drawn (the report's first `keys`)
+  std::uint32_t n = 0;              ///< the report's length
+  std::uint32_t first_query = 0, queries = 0, all_queries = 0;  ///< query rows drawn / in the dump
+  std::uint32_t keys = 0;           ///< key columns drawn
+  std::vector<float> maps;          ///< [(h * queries + q) * keys + k], h = 0..heads
+};
+
+struct Scenario {
+  std::string name;
+  std::uint64_t count = 0;
+  std::vector<double> context_mean;            ///< [(h * axes + c)]
+  std::vector<PlotReport> top;                 ///< by head_separation, descending
+  Distribution separation;                     ///< head_separation
+  std::vector<Distribution> differences;       ///< [(h - 1) * axes + c]
+  // Attention schemes only.
+  std::vector<Stats> entropy, confidence;      ///< per head 0..N
+  std::vector<double> js_mean;                 ///< per pair (1,2), (1,3), ...
+  std::vector<double> pair_separation_mean;    ///< per pair: mean ‖context_i − context_j‖
+  std::vector<AttentionMap> maps;
+};
+
+/// A parameter sweep: per value, per scenario, statistics of head_separation.
+struct Sweep {
+  std::string parameter;                        ///< as given, e.g. "axis-focus.single_sharpness"
+  std::vector<std::string> values;              ///< as passed to the plugin
+  std::vector<std::optional<double>> numeric;   ///< the value as a number when every value is one
+  std::vector<std::string> scenarios;           ///< union, in order of first appearance
+  std::vector<std::vector<std::optional<Stats>>> stats;  ///< [value][scenario]
+  std::vector<double> seconds;                  ///< engine time per value
+};
+
+/// What was run, so a report can be reproduced.
+struct Header {
+  std::string command_line, version, scenario_plugin, weighting_plugin;
+  std::vector<std::string> params;
+  std::uint64_t reports = 0, groups = 0;
+  unsigned threads = 0;
+  std::string simd, precision;
+  double seconds = 0;
+};
+
+struct ReportData {
+  Header header;
+  std::vector<std::string> axes;
+  std::uint32_t heads = 0;
+  /// Heads are (layer, head) pairs, layer-major: head h (1-based) is layer (h-1)/heads_per_layer.
+  /// A run without layers (every current scheme) is one layer of `heads`.
+  std::uint32_t layers = 1;
+  bool attention = false;
+  std::size_t histogram_bins = 20;
+  std::vector<Scenario> scenarios;
+  std::optional<Sweep> sweep;
+  Limits limits;
+};
+
+/// The sink that keeps, while a run streams, what the report needs beyond the Summary: context
+/// means, pairwise-separation means, the top-k reports' contexts and kept attention maps.
+/// Deterministic like the Summary: per-batch selections on worker threads, merged in batch order
+/// with a total order on (value, report index).
+class Collector final : public ResultSink {
+ public:
+  explicit Collector(RunInfo info, Limits limits = {});
+  void prepare(const BatchResult& result, std::unique_ptr<SinkPartial>& partial) const override;
+  void consume(const BatchResult& result, SinkPartial* partial) override;
+
+  struct Kept {
+    std::string name;
+    std::uint64_t count = 0;
+    std::vector<Moments> context, pairwise;
+    TopK top;
+    std::map<std::uint64_t, PlotReport> reports;  ///< payloads of (a superset of) the top
+    std::vector<AttentionMap> maps;
+  };
+  const std::vector<Kept>& scenarios() const noexcept { return scenarios_; }
+  const RunInfo& info() const noexcept { return info_; }
+  const Limits& limits() const noexcept { return limits_; }
+
+ private:
+  Kept& scenario(const std::string& name);
+  RunInfo info_;
+  Limits limits_;
+  std::vector<Kept> scenarios_;
+  std::map<std::string, std::size_t> index_;
+};
+
+/// Builds the report's data from a run's Summary and Collector (same run, same scenarios).
+ReportData build(const Summary& summary, const Collector& collector, Header header);
+
+/// One figure: an <svg> element (no XML prolog), the section it belongs to and its id.
+struct Figure {
+  std::string id, section, title, svg;
+};
+
+/// Every figure of the report, in reading order.
+std::vector<Figure> figures(const ReportData& data);
+/// The whole HTML document (figures inline, no script, no external resource).
+std::string html(const ReportData& data, const std::vector<Figure>& figs);
+/// A figure as a standalone SVG file (XML prolog, namespace).
+std::string standalone_svg(const Figure& fig);
+/// Writes --report-html PATH (if not empty) and --plot-svg DIR/<id>.svg (if not empty), each file
+/// through OutputFile (temporary + rename). DIR is created when missing.
+void write(const ReportData& data, const std::string& html_path, const std::string& svg_dir);
+
+// ---- sweeps (headsep sweep) ----
+
+/// `KEY=LO:HI:N` (N evenly spaced values from LO to HI inclusive; integers stay integers) or
+/// `KEY=V1,V2,...` (';' separates instead when a value holds a comma). KEY is a -p key.
+/// @throws UsageError on anything else.
+struct SweepSpec {
+  std::string key;
+  std::vector<std::string> values;
+};
+SweepSpec parse_sweep(const std::string& spec);
+/// Starts a sweep's data (numeric values recognised).
+Sweep make_sweep(const SweepSpec& spec);
+/// Adds the run of value `i` (its Summary's head_separation per scenario).
+void add_sweep_run(Sweep& sweep, std::size_t i, const Summary& summary, double seconds);
+/// The sweep as JSON (stable key order) and as a table for the terminal.
+std::string sweep_json(const Sweep& sweep);
+std::string sweep_table(const Sweep& sweep);
+
+// ---- building blocks, public for the unit tests ----
+
+/// Text for HTML/XML content and attribute values: & < > " ' escaped; invalid UTF-8 and control
+/// characters (other than tab and newline) become U+FFFD, so any input stays well-formed.
+std::string escape(std::string_view s);
+/// Numbers for people: 3 significant digits, no trailing zeros, exponent outside [1e-3, 1e6).
+std::string number(double v, int significant = 3);
+/// Counts with thousands separators: 100000 -> "100,000".
+std::string count(std::uint64_t n);
+
+/// A linear map from a data interval to a pixel interval.
+struct Scale {
+  double d0 = 0, d1 = 1, r0 = 0, r1 = 1;
+  double operator()(double v) const { return d1 == d0 ? (r0 + r1) / 2 : r0 + (v - d0) * (r1 - r0) / (d1 - d0); }
+};
+/// "Nice" ticks (1, 2 or 5 x 10^k apart, about `target` of them) covering [lo, hi]; the returned
+/// domain is [first tick, last tick]. A zero-width interval is widened around its value.
+struct Ticks {
+  double lo = 0, hi = 1, step = 1;
+  std::vector<double> values;
+  std::string label(double v) const;  ///< v with as many decimals as the step needs
+};
+Ticks nice_ticks(double lo, double hi, int target = 5);
+
+/// Marker of head h (0 = the single-head baseline): colour (Okabe–Ito, colour-blind safe) and
+/// shape; head 1 is the seed's blue triangle, head 2 its orange square.
+struct Marker {
+  const char* colour;
+  const char* shape;  ///< circle, triangle, square, diamond, triangle-down, plus, star, cross, hexagon
+};
+Marker marker(std::uint32_t h);
+
+}  // namespace headsep::report

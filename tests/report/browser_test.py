@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""headsep's reports as a user sees them: headless Chromium (Debian's `chromium`) loads each
+report offline, and this test checks what it rendered.
+
+  - the reports of `headsep example`, of a 100,000-report synthetic run, of an attention run and
+    of a sweep load without console errors or failed requests;
+  - the expected figures are present (ids and counts in the DOM from --dump-dom);
+  - a screenshot of each is not blank;
+  - in the seed plot, the markers sit where the seed's contexts put them: read back from the
+    rendered DOM (marker positions mapped through the drawn axis ticks) and from the pixels of a
+    screenshot of the standalone SVG (centroid of the blue triangle / orange square / grey point).
+
+Usage: browser_test.py HEADSEP_BINARY SOURCE_DIR. Exit 77 (CTest: skipped) with a loud message
+when Chromium is not installed; never a silent pass.
+"""
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+from html.parser import HTMLParser
+
+HEADSEP, SOURCE = sys.argv[1], sys.argv[2]
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--force-device-scale-factor=1", "--hide-scrollbars",
+         "--enable-logging=stderr", "--v=0"]
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def browse(url, tmp, extra):
+    """Runs Chromium on url with a fresh profile; returns (stdout, stderr)."""
+    profile = tempfile.mkdtemp(dir=tmp, prefix="profile-")
+    r = subprocess.run([CHROMIUM] + FLAGS + ["--user-data-dir=" + profile] + extra + [url],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        print(r.stderr[-3000:])
+    check(r.returncode == 0, "chromium exits 0 on " + os.path.basename(url) + " " + " ".join(extra))
+    return r.stdout, r.stderr
+
+
+def console_errors(stderr):
+    """Lines Chromium logs for page problems: console messages, failed loads, blocked requests."""
+    bad = []
+    for line in stderr.splitlines():
+        if "CONSOLE" in line or "Failed to load" in line or "net::ERR" in line or "Uncaught" in line:
+            bad.append(line)
+    return bad
+
+
+class Dom(HTMLParser):
+    """Elements of the dumped DOM as (tag, attrs, text) with their enclosing <svg>'s id."""
+
+    def __init__(self):
+        super().__init__()
+        self.elements, self.stack, self.svg = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "svg":
+            self.svg.append(a.get("id", ""))
+        el = {"tag": tag, "attrs": a, "text": "", "svg": self.svg[-1] if self.svg else None,
+              "parents": [p["attrs"].get("class", "") for p in self.stack]}
+        self.elements.append(el)
+        if tag not in ("br", "meta", "img", "input", "hr", "link", "wbr"):
+            self.stack.append(el)
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if self.stack and self.stack[-1]["tag"] == tag:
+            self.stack.pop()
+        if tag == "svg":
+            self.svg.pop()
+
+    def handle_endtag(self, tag):
+        if not any(e["tag"] == tag for e in self.stack):
+            return
+        while self.stack:
+            el = self.stack.pop()
+            if el["tag"] == tag:
+                break
+        if tag == "svg" and self.svg:
+            self.svg.pop()
+
+    def handle_data(self, data):
+        for e in self.stack:  # textContent: the text of every descendant
+            e["text"] += data
+
+
+def parse_dom(html):
+    d = Dom()
+    d.feed(html)
+    return d.elements
+
+
+def by_id(els):
+    return {e["attrs"]["id"]: e for e in els if "id" in e["attrs"]}
+
+
+def classes(e):
+    return e["attrs"].get("class", "").split()
+
+
+def read_png(path):
+    """Decodes an 8-bit RGB/RGBA non-interlaced PNG (what Chromium writes) into (w, h, rows of RGB)."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, w = 8, b"", 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and ctype in (2, 6) and interlace == 0, (depth, ctype, interlace)
+            bpp = 3 if ctype == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    rows, prev, i = [], bytearray(stride), 0
+    for _ in range(h):
+        f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
+        i += 1 + stride
+        if f == 2:
+            line = bytearray((x + y) & 255 for x, y in zip(line, prev))
+        elif f in (1, 3, 4):
+            for x in range(stride):
+                a = line[x - bpp] if x >= bpp else 0
+                b = prev[x]
+                if f == 1:
+                    line[x] = (line[x] + a) & 255
+                elif f == 3:
+                    line[x] = (line[x] + (a + b) // 2) & 255
+                else:
+                    c = prev[x - bpp] if x >= bpp else 0
+                    p = a + b - c
+                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                    line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(line)
+        prev = line
+    return w, h, Pixels(rows, bpp)
+
+
+class Pixels:
+    """rows[y][x] -> (r, g, b) over unfiltered PNG lines."""
+
+    def __init__(self, lines, bpp):
+        self.lines, self.bpp = lines, bpp
+
+    def __getitem__(self, y):
+        line, bpp = self.lines[y], self.bpp
+        return _Row(line, bpp)
+
+    def __len__(self):
+        return len(self.lines)
+
+
+class _Row:
+    def __init__(self, line, bpp):
+        self.line, self.bpp = line, bpp
+
+    def __getitem__(self, x):
+        o = x * self.bpp
+        return tuple(self.line[o:o + 3])
+
+
+def not_blank(png, what):
+    w, h, rows = read_png(png)
+    colours, ink, n = set(), 0, 0
+    for y in range(0, h, 3):
+        row = rows[y]
+        for x in range(0, w, 3):
+            p = row[x]
+            colours.add(p)
+            ink += p != (255, 255, 255)
+            n += 1
+    frac = ink / n
+    check(len(colours) > 20 and frac > 0.01, f"screenshot of {what} is not blank ({w}x{h}, {len(colours)} colours, "
+                                             f"{100 * frac:.1f} % ink)")
+
+
+def run(args, **kw):
+    r = subprocess.run([HEADSEP] + args, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        print(r.stderr)
+    check(r.returncode == 0, "headsep " + " ".join(args[:6]) + " ...")
+    return r
+
+
+def seed_contexts():
+    """{scenario: [(x, y) of single, head1, head2]} from the seed's own printed output."""
+    out, name = {}, None
+    for line in open(os.path.join(SOURCE, "tests/seed/expected-output.txt"), encoding="utf-8"):
+        m = re.match(r"\[(\w+)\]", line)
+        if m:
+            name = m.group(1)
+            out[name] = []
+        m = re.match(r"(single_head|head1|head2)_context\s*= \[([-0-9.]+), ([-0-9.]+)\]", line)
+        if m:
+            out[name].append((float(m.group(2)), float(m.group(3))))
+    return out
+
+
+def translate(s):
+    m = re.search(r"translate\(([-0-9.e]+)[ ,]([-0-9.e]+)\)", s or "")
+    return (float(m.group(1)), float(m.group(2))) if m else None
+
+
+def axis_fit(els, svg_id, axis):
+    """(pixel, value) of the first and last tick the figure drew on one axis."""
+    pts = []
+    for e in els:
+        if e["svg"] == svg_id and e["tag"] == "g" and "tick" in classes(e) and f"axis {axis}" in e["parents"]:
+            t = translate(e["attrs"].get("transform"))
+            pts.append((t[0] if axis == "x" else t[1], float(e["attrs"]["data-value"])))
+    assert len(pts) >= 2, (svg_id, axis, pts)
+    return pts[0], pts[-1]
+
+
+def axis_map(els, svg_id, axis):
+    """Linear pixel -> data map of one axis, fitted through the ticks the figure drew."""
+    (p0, v0), (p1, v1) = axis_fit(els, svg_id, axis)
+    return lambda p: v0 + (p - p0) * (v1 - v0) / (p1 - p0)
+
+
+def axis_px(els, svg_id, axis):
+    """The inverse: data -> pixel."""
+    (p0, v0), (p1, v1) = axis_fit(els, svg_id, axis)
+    return lambda v: p0 + (v - v0) * (p1 - p0) / (v1 - v0)
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="headsep-browser-")
+    try:
+        # ---- the reports
+        ex = os.path.join(tmp, "example.html")
+        run(["example", "--report-html", ex, "--plot-svg", os.path.join(tmp, "svg")])
+        big = os.path.join(tmp, "big.html")
+        run(["run", "-s", "ops-reports", "-p", "reports=100000", "-w", "axis-focus", "-q", "--report-html", big])
+        att = os.path.join(tmp, "attention.html")
+        run(["run", "-s", "ops-reports", "-p", "reports=500", "-p", "names=true", "-p", "d_model=32", "-w", "qkv",
+             "-p", "heads=4", "-q", "--report-html", att])
+        sw = os.path.join(tmp, "sweep.html")
+        run(["sweep", "-s", "ops-reports", "-p", "reports=5000", "-w", "axis-focus", "-q",
+             "--vary", "axis-focus.single_sharpness=0.25:4:9", "--report-html", sw])
+
+        expected = {
+            ex: ["run-header", "seed-plot-0", "seed-plot-1", "seed-plot-2", "dist-head_separation", "dist-diff-0",
+                 "dist-diff-3"],
+            big: ["run-header", "seed-plot-0", "seed-plot-2", "dist-head_separation", "dist-diff-3"],
+            att: ["run-header", "seed-plot-0", "attn-entropy-0", "attn-confidence-0", "js-0", "grid-0", "map-0-0-h0",
+                  "map-0-0-h4", "map-0-1-h4"],
+            sw: ["run-header", "sweep"],
+        }
+        doms = {}
+        for path, ids in expected.items():
+            name = os.path.basename(path)
+            dom, err = browse("file://" + path, tmp, ["--dump-dom"])
+            bad = console_errors(err)
+            check(not bad, f"{name}: no console errors or failed requests" + ("" if not bad else ": " + bad[0][:300]))
+            els = parse_dom(dom)
+            doms[path] = els
+            found = by_id(els)
+            missing = [i for i in ids if i not in found]
+            check(not missing, f"{name}: figures present in the rendered DOM ({len(ids)} ids)" +
+                  (f", missing {missing}" if missing else ""))
+            # Offline: nothing in the page refers to another file or host.
+            ext = [e for e in els if any(k in e["attrs"] and re.match(r"(https?:|//|file:)", e["attrs"][k] or "")
+                                         for k in ("src", "href"))]
+            check(not ext and not any(e["tag"] in ("script", "link", "img", "iframe") for e in els),
+                  f"{name}: no scripts, links or external resources")
+            png = os.path.join(tmp, name + ".png")
+            browse("file://" + path, tmp, ["--screenshot=" + png, "--window-size=1024,1024"])
+            not_blank(png, name)
+
+        # ---- counts of what was drawn
+        els = doms[ex]
+        for i in range(3):
+            markers = [e for e in els if e["svg"] == f"seed-plot-{i}" and "marker" in classes(e)]
+            check(len(markers) == 3, f"example: seed-plot-{i} has 3 markers (baseline, head 1, head 2)")
+        header = by_id(els)["hdr-command"]["text"]
+        check("headsep" in header and "example" in header, "example: the header shows the command line")
+        els = doms[big]
+        check("100,000" in by_id(els)["hdr-reports"]["text"], "100k run: the header counts 100,000 reports")
+        sets = [e for e in els if e["svg"] == "seed-plot-0" and e["tag"] == "g" and "point-set" in classes(e)]
+        check(len(sets) == 6, f"100k run: seed plot draws the top 5 reports and the mean ({len(sets)} sets)")
+        rows = [e for e in els if e["svg"] == "dist-head_separation" and "row" in classes(e)]
+        check(len(rows) == 3, "100k run: head_separation histogram has one row per scenario on one axis")
+        qs = [e for e in els if e["svg"] == "dist-head_separation" and e["tag"] == "line" and "q" in classes(e)]
+        check(len(qs) == 9, "100k run: p10/p50/p90 marked in every row")
+        els = doms[att]
+        maps = [e for e in els if e["tag"] == "svg" and "attention-map" in classes(e)]
+        check(len(maps) == 2 * 5, f"attention run: maps for 2 kept reports x (baseline + 4 heads) ({len(maps)})")
+        toks = [e["text"] for e in els if e["svg"] == "map-0-0-h1" and "token" in classes(e)]
+        check(len(toks) >= 6 and all(toks), f"attention run: token labels on the map axes ({toks[:4]})")
+        cells = [e for e in els if e["svg"] == "js-0" and "cell" in classes(e)]
+        check(len(cells) == 16, "attention run: 4 x 4 Jensen-Shannon heatmap")
+        els = doms[sw]
+        pts = [e for e in els if e["svg"] == "sweep" and "marker" in classes(e)]
+        check(len(pts) == 9 * 3, f"sweep: 9 values x 3 scenarios plotted ({len(pts)})")
+
+        # ---- the seed plot: markers where the seed's contexts put them, read back from the DOM
+        els = doms[ex]
+        seed = seed_contexts()
+        for i, name in enumerate(["balanced_heads", "decision_vs_condition_split", "condition_heavy_both_heads"]):
+            svg_id = f"seed-plot-{i}"
+            fig = by_id(els)[svg_id]
+            check(fig["attrs"].get("data-scenario") == name, f"{svg_id} is scenario {name}")
+            fx, fy = axis_map(els, svg_id, "x"), axis_map(els, svg_id, "y")
+            for h, (x, y) in enumerate(seed[name]):
+                m = [e for e in els if e["svg"] == svg_id and f"head-{h}" in classes(e) and "marker" in classes(e)]
+                p = translate(m[0]["attrs"]["transform"])
+                gx, gy = fx(p[0]), fy(p[1])
+                check(abs(gx - x) < 0.005 and abs(gy - y) < 0.005,
+                      f"{svg_id} head {h}: drawn at ({gx:.4f}, {gy:.4f}), the seed's context is ({x}, {y})")
+
+        # ---- and from the pixels Chromium painted (the standalone SVG of the first scenario)
+        png = os.path.join(tmp, "seed0.png")
+        browse("file://" + os.path.join(tmp, "svg", "seed-plot-0.svg"), tmp, ["--screenshot=" + png, "--window-size=400,374"])
+        w, h, rows = read_png(png)
+        els_svg = parse_dom(open(os.path.join(tmp, "svg", "seed-plot-0.svg"), encoding="utf-8").read())
+        tx, ty = axis_px(els_svg, "seed-plot-0", "x"), axis_px(els_svg, "seed-plot-0", "y")
+        colours = {0: (0x80, 0x80, 0x80), 1: (0x00, 0x72, 0xB2), 2: (0xE6, 0x9F, 0x00)}
+        for hd, (x, y) in enumerate(seed["balanced_heads"]):
+            px_, py_ = tx(x), ty(y)
+            hits = [(cx, cy) for cy in range(max(0, int(py_) - 12), min(h, int(py_) + 13))
+                    for cx in range(max(0, int(px_) - 12), min(w, int(px_) + 13)) if rows[cy][cx] == colours[hd]]
+            if len(hits) < 15:
+                check(False, f"screenshot: head {hd} marker painted near ({px_:.1f}, {py_:.1f}) ({len(hits)} pixels)")
+                continue
+            cx = sum(p[0] for p in hits) / len(hits) + 0.5
+            cy = sum(p[1] for p in hits) / len(hits) + 0.5
+            # Triangles' centroids sit below their anchor; the glyphs are centred within ~1.5 px.
+            check(abs(cx - px_) < 2.0 and abs(cy - py_) < 2.5,
+                  f"screenshot: head {hd} painted at ({cx:.1f}, {cy:.1f}), expected ({px_:.1f}, {py_:.1f})")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print(f"\n{len(failures)} check(s) failed")
+        return 1
+    print("\nall browser checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    CHROMIUM = chromium()
+    if not CHROMIUM:
+        print("=" * 72)
+        print("SKIPPED: Chromium is not installed, so the reports were NOT checked in a browser.")
+        print("Install it (scripts/setup.sh does: apt-get install chromium) and run again.")
+        print("=" * 72)
+        sys.exit(77)
+    sys.exit(main())
