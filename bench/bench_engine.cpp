@@ -6,6 +6,7 @@
 #include <oneapi/tbb/info.h>
 
 #include "headsep/plugin_host.hpp"
+#include "headsep/profile.hpp"
 #include "headsep/run.hpp"
 #include "headsep/summary.hpp"
 
@@ -18,17 +19,19 @@ const PluginRegistry& registry() {
   return reg;
 }
 
-// args: threads, report length (min = max tokens), weighting (0 axis-focus, 1 uniform), precision (0 f64, 1 f32)
+// args: threads, report length (min = max tokens; 0 = the README's 3..6), weighting (0 axis-focus,
+// 1 uniform), precision (0 f64, 1 f32), profile (0 off, 1 --profile, 2 --profile --trace)
 void BM_end_to_end(benchmark::State& state) {
   const auto threads = unsigned(state.range(0));
-  const auto length = std::to_string(state.range(1));
+  const auto min_len = std::to_string(state.range(1) ? state.range(1) : 3);
+  const auto max_len = std::to_string(state.range(1) ? state.range(1) : 6);
   const std::string weighting = state.range(2) == 0 ? "axis-focus" : "uniform";
   const std::int64_t reports = 2'000'000;
   const auto& reg = registry();
   auto source = open_scenario_plugin(
       reg, "ops-reports",
       resolve_params(reg.require("ops-reports", PluginKind::scenario),
-                     {{"reports", std::to_string(reports)}, {"min_tokens", length}, {"max_tokens", length}}));
+                     {{"reports", std::to_string(reports)}, {"min_tokens", min_len}, {"max_tokens", max_len}}));
   auto weights = open_weighting_plugin(reg, weighting, resolve_params(reg.require(weighting, PluginKind::weighting), {}),
                                        source->schema());
   auto specs = parse_axes(kSeedAxes);
@@ -38,26 +41,35 @@ void BM_end_to_end(benchmark::State& state) {
   opt.simd = default_level();
   opt.precision = state.range(3) ? Precision::f32 : Precision::f64;
   std::uint64_t groups = 0;
+  const auto profile = state.range(4);
   for (auto _ : state) {
     Summary summary(RunInfo{axes.names(), weights->heads()});
+    ProfileOptions po;
+    po.trace = profile == 2;
+    Profiler prof(po);
+    opt.profiler = profile ? &prof : nullptr;
     auto stats = run(*source, *weights, axes, opt, {&summary});
     groups += stats.groups;
     benchmark::DoNotOptimize(summary.groups());
   }
   state.counters["groups_per_s"] = benchmark::Counter(double(groups), benchmark::Counter::kIsRate);
-  state.SetLabel(weighting + " " + std::string(to_string(opt.simd)) + (state.range(3) ? " f32" : " f64"));
+  state.SetLabel(weighting + " " + std::string(to_string(opt.simd)) + (state.range(3) ? " f32" : " f64") +
+                 (profile == 1 ? " profile" : profile == 2 ? " profile+trace" : ""));
 }
 
 void args(benchmark::internal::Benchmark* b) {
   const int max_threads = oneapi::tbb::info::default_concurrency();
   for (int w : {0, 1})
-    for (int t = 1; t <= max_threads; t *= 2) b->Args({t, 3, w, 0});
-  for (int t = 1; t <= max_threads; t *= 2) b->Args({t, 3, 0, 1});
-  b->Args({max_threads, 8, 0, 0});
-  b->Args({max_threads, 32, 0, 0});
+    for (int t = 1; t <= max_threads; t *= 2) b->Args({t, 3, w, 0, 0});
+  for (int t = 1; t <= max_threads; t *= 2) b->Args({t, 3, 0, 1, 0});
+  b->Args({max_threads, 8, 0, 0, 0});
+  b->Args({max_threads, 32, 0, 0, 0});
+  // The README's main job (3..6 tokens), profiler off / on / on with a trace: its cost.
+  for (int t = 1; t <= max_threads; t *= 2)
+    for (int p : {0, 1, 2}) b->Args({t, 0, 0, 0, p});
 }
 
 }  // namespace
 
-BENCHMARK(BM_end_to_end)->ArgNames({"threads", "tokens", "weighting", "f32"})->Apply(args)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_end_to_end)->ArgNames({"threads", "tokens", "weighting", "f32", "profile"})->Apply(args)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -321,6 +321,7 @@ class CsvSource final : public ReportSource {
   }
 
   const Schema& schema() const override { return schema_; }
+  std::string label() const override { return "CSV reader (core) for " + reader_.path(); }
   std::uint64_t rows_read() const override { return rows_; }
 
   bool next(ReportBatch& batch, std::size_t max_reports) override {

@@ -605,6 +605,7 @@ class PluginSource final : public ReportSource {
   }
 
   const Schema& schema() const override { return schema_; }
+  std::string label() const override { return e_->info.label(); }
   std::uint64_t rows_read() const override { return rows_read_; }
   bool random_access() const override { return random_; }
   std::uint64_t total_reports() const override { return total_; }

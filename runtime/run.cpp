@@ -30,6 +30,7 @@
 #include "attention_stage.hpp"
 #include "headsep/attention.hpp"
 #include "headsep/error.hpp"
+#include "profile/profiler_impl.hpp"
 
 #if defined(__SANITIZE_THREAD__)
 #define HEADSEP_TSAN 1
@@ -323,6 +324,13 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
   std::uint64_t next_index = 0;
   std::atomic<bool> exhausted{false};  // set by the output stage for random-access sources
   const std::uint64_t max_chunks = random_access && total_hint ? (total_hint + chunk - 1) / chunk : UINT64_MAX;
+  // --profile: stage clocks per thread (runtime/profile/); without a profiler each hook is a branch.
+  Profiler* const profiler = opt.profiler;
+  if (profiler) {
+    prof::RunSetup ps{threads, random_access, attention_scheme, source.label(), label, {}};
+    for (const auto* sink : sinks) ps.sink_names.push_back(prof::sink_name(*sink));
+    profiler->impl().begin_run(ps);
+  }
   const auto t0 = Clock::now();
 
   auto resolve_names = [&](Work& w) {
@@ -383,13 +391,19 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     tsan_acquire(&pipeline_built);
     ReleaseOnExit done{&all_stages};
     tsan_acquire(&input_order);
+    prof::StageTimer timer(profiler, next_index);
+    timer.to(prof::kInput);
     Work* w = take_next(fc);
+    if (w) timer.reports(w->batch.n_reports());
+    else timer.drop();
     if (w) tsan_release(w);  // the batch as read, for the parallel stage
     tsan_release(&input_order);
     return w;
   };
 
   auto compute_batch = [&](Work* w) -> Work* {
+    prof::StageTimer timer(profiler, w->index);
+    if (random_access) timer.to(prof::kGenerate);
     if (random_access && !source.fill(w->index, chunk, w->batch)) {
       w->batch.clear();
       w->batch.token_offset.assign(1, 0);
@@ -399,6 +413,8 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     ReportBatch& b = w->batch;
     if (random_access) resolve_names(*w);  // random-access sources have a fixed schema
     const std::size_t slots = w->names.size();
+    timer.reports(b.n_reports());
+    timer.to(prof::kAxes);
     BatchResult& res = w->result;
     res.index = w->index;
     res.batch = &b;
@@ -414,21 +430,30 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
       if (attention_scheme) {
         // Attention computes in f32 whatever --precision says; contexts come back as doubles.
         if (!projected32) axes.project(b, w->axis32), projected32 = true;
+        timer.to(prof::kKernels);
         attention_slot(b, weighting, static_cast<std::uint32_t>(j), w->axis32, opt.simd, name, label, w->weights,
                        w->attention, res.metrics[j], opt, opt.keep_maps ? &res.dumps[j] : nullptr);
+        timer.to(prof::kValidate);
         check_results(b, res.metrics[j], name);
         continue;
       }
       w->weights.layout = WeightBlock::Layout::per_token;
       w->weights.resize(weighting.heads(), b.n_tokens());
+      timer.to(prof::weighting(own.empty() ? b.scenarios[j] : j));
       weighting.weights(b, static_cast<std::uint32_t>(j), w->weights);
+      timer.to(prof::kValidate);
       check_weights(b, w->weights, name, label);
+      timer.to(prof::kKernels);
       if (opt.precision == Precision::f64) compute_slot(*w, w->axis64, opt.simd, res.metrics[j]);
       else compute_slot(*w, w->axis32, opt.simd, res.metrics[j]);
+      timer.to(prof::kValidate);
       check_results(b, res.metrics[j], name);
     }
     w->partials.resize(sinks.size());
-    for (std::size_t s = 0; s < sinks.size(); ++s) sinks[s]->prepare(res, w->partials[s]);
+    for (std::size_t s = 0; s < sinks.size(); ++s) {
+      timer.to(prof::prepare(s));
+      sinks[s]->prepare(res, w->partials[s]);
+    }
     return w;
   };
   auto compute = [&](Work* w) -> Work* {
@@ -458,7 +483,12 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
       // computed at all depends on timing).
     } else if (w->result.batch && !past_end) {
       try {
-        for (std::size_t s = 0; s < sinks.size(); ++s) sinks[s]->consume(w->result, w->partials[s].get());
+        prof::StageTimer timer(profiler, w->index);
+        timer.reports(w->batch.n_reports());
+        for (std::size_t s = 0; s < sinks.size(); ++s) {
+          timer.to(prof::consume(s));
+          sinks[s]->consume(w->result, w->partials[s].get());
+        }
       } catch (const std::bad_alloc&) {
         out_of_memory("writing", w->index, w->batch);
       }
@@ -505,6 +535,7 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     throw Error("the scenario source delivered " + std::to_string(stats.reports) + " reports but declared " +
                 std::to_string(total_hint) + " (total_reports); the output would be incomplete");
   stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (profiler) profiler->impl().end_run(stats, scenario_names_for(weighting, source.schema()));
   return stats;
 }
 

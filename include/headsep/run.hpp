@@ -14,6 +14,8 @@
 
 namespace headsep {
 
+class Profiler;  // headsep/profile.hpp
+
 enum class Precision : std::uint8_t { f64, f32 };
 
 struct RunOptions {
@@ -30,6 +32,8 @@ struct RunOptions {
   /// Attention schemes: a report whose working memory (AttentionPlan::report_bytes) exceeds
   /// this is refused with a message instead of risking an out-of-memory kill.
   std::size_t max_report_bytes = std::size_t(2) << 30;
+  /// Where the run's time goes (headsep/profile.hpp), filled when the run returns; null = off.
+  Profiler* profiler = nullptr;
 };
 
 /// Attention maps of the reports a run keeps (RunOptions::keep_maps), one scenario of a batch.

@@ -16,6 +16,8 @@ class ReportSource {
  public:
   virtual ~ReportSource() = default;
   virtual const Schema& schema() const = 0;
+  /// Names the source in profiles and messages (a plugin: its name and file); may be empty.
+  virtual std::string label() const { return {}; }
   /// Fills `batch` (cleared first) with up to max_reports reports; fewer when the scenario list
   /// changes or the stream ends. Returns false when no report is left.
   virtual bool next(ReportBatch& batch, std::size_t max_reports) = 0;

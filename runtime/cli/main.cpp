@@ -13,6 +13,7 @@
 #include <set>
 #include <iostream>
 #include <new>
+#include <oneapi/tbb/info.h>
 #include <string>
 #include <vector>
 
@@ -25,12 +26,14 @@
 #include "headsep/output.hpp"
 #include "headsep/plugin.h"
 #include "headsep/plugin_host.hpp"
+#include "headsep/profile.hpp"
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
 #include "headsep/summary.hpp"
 #include "report/report.hpp"
 #include "text_util.hpp"
 #include <oneapi/tbb/info.h>
+#include "profile/scaling.hpp"
 
 namespace headsep {
 extern const std::string_view seed_csv;
@@ -57,6 +60,8 @@ struct RunArgs {
   std::string report_html, plot_svg;            // --report-html PATH, --plot-svg DIR (runtime/report)
   std::string command_line, scenario_label;     // for the report's header
   bool sweep_value = false;                     // one value of `headsep sweep`: no rows, no table
+  bool profile = false;  // --profile: the stage table on stderr, a "profile" section in --summary
+  std::string trace;     // --trace PATH: Chrome trace-event JSON
 };
 
 /// --attention-reports: first:N | all | index:I,J,... | id:A,B,... -> which reports keep maps.
@@ -262,16 +267,34 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
     summary = std::make_unique<Summary>(info, SummaryOptions{a.top, a.bins, 0.005});
     sinks.push_back(summary.get());
   }
+  std::unique_ptr<Profiler> profiler;  // --profile / --trace (runtime/profile/)
+  std::unique_ptr<OutputFile> trace;
+  if (a.profile || !a.trace.empty()) {
+    ProfileOptions po;
+    po.trace = !a.trace.empty();
+    profiler = std::make_unique<Profiler>(po);
+    opt.profiler = profiler.get();
+    if (!a.trace.empty()) trace = std::make_unique<OutputFile>(a.trace);
+  }
   RunStats stats = run(*s.source, *s.weighting, s.axes, opt, sinks);
   for (auto& w : writers) w->finish(s.source->rows_read(), stats.source_rows);
   if (!a.summary.empty()) {
     OutputFile out(a.summary);
-    out.write(summary->json());
+    std::string text = summary->json();
+    if (a.profile) {  // the summary's last member: "profile" (dump(2) layout, one level deeper)
+      std::string p = profiler->json(), indented;
+      for (char c : p) indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
+      text = text.substr(0, text.rfind('}')) ;
+      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+      text += ",\n  \"profile\": " + indented + "\n}\n";
+    }
+    out.write(text);
     out.commit();
   }
   if (report)
     report::write(report::build(*summary, *collector, report_header(a, opt, stats, info.attention)), a.report_html, a.plot_svg);
   if (after) after(*summary, stats);
+  if (trace) trace->write(profiler->trace_json()), trace->commit();
   for (auto& f : files) f->commit();
   if (table) {
     std::printf("%s", summary->table().c_str());
@@ -281,6 +304,60 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
                 std::string(to_string(opt.simd)).c_str(),
                 info.attention ? "attention f32, metrics summed in f64" : opt.precision == Precision::f64 ? "f64" : "f32");
   }
+  if (a.profile) std::fprintf(stderr, "%s", profiler->table().c_str());
+  return 0;
+}
+
+/// headsep scaling: the same job at each thread count, profiled; the summary (and with
+/// --check all every metric bit) must be identical at every count.
+int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& json, const std::string& check) {
+  if (check != "summary" && check != "all") throw UsageError("--check must be summary or all");
+  const auto list = prof::parse_thread_counts(counts, unsigned(std::max(1, oneapi::tbb::info::default_concurrency())));
+  run_options(a);
+  std::vector<prof::ScalingPoint> points;
+  for (unsigned n : list) {
+    RunArgs v = a;
+    v.threads = n;
+    Setup s = build_setup(v);
+    RunOptions opt = run_options(v);
+    RunInfo info{s.axes.names(), s.weighting->heads()};
+    info.attention = s.weighting->per_query() || s.weighting->attention(0) != nullptr;
+    if (info.attention && a.chunk == 0) {  // as execute() does
+      const auto& sc = s.source->schema();
+      const std::size_t width = std::max<std::size_t>(1, sc.d_model ? sc.d_model : sc.feature_names.size());
+      opt.chunk_reports = std::clamp<std::size_t>(65536 / width, 32, 8192);
+    }
+    prof::ScalingPoint p;
+    Summary summary(info, SummaryOptions{a.top, a.bins, 0.005});
+    std::vector<ResultSink*> sinks{&summary};
+    std::unique_ptr<ResultSink> hash;
+    if (check == "all") sinks.push_back((hash = prof::make_metric_hash(p.metrics_hash)).get());
+    Profiler profiler;
+    opt.profiler = &profiler;
+    RunStats st = run(*s.source, *s.weighting, s.axes, opt, sinks);
+    p.threads = n, p.wall_s = st.seconds, p.reports = st.reports, p.groups = st.groups;
+    p.profile = profiler.result();
+    p.profile_json = profiler.json();
+    p.summary_json = summary.json();
+    p.identical = points.empty() || (p.summary_json == points[0].summary_json && p.metrics_hash == points[0].metrics_hash);
+    if (!a.quiet)
+      std::fprintf(stderr, "scaling: %u thread%s: %.3f s, %.4g groups/s%s\n", n, n == 1 ? "" : "s", st.seconds,
+                   st.seconds > 0 ? st.groups / st.seconds : 0.0, p.identical ? "" : "  OUTPUT DIFFERS");
+    points.push_back(std::move(p));
+  }
+  if (!json.empty()) {
+    OutputFile out(json);
+    std::string job = a.input.empty() ? "scenario " + a.scenario : "input " + a.input;
+    job += ", weighting " + (a.weighting.empty() ? std::string("table") : a.weighting);
+    for (const auto& p : a.params) job += ", -p " + p;
+    out.write(prof::scaling_json(points, job));
+    out.commit();
+  }
+  std::printf("%s", prof::scaling_table(points).c_str());
+  for (const auto& p : points)
+    if (!p.identical)
+      throw Error("scaling: the output at " + std::to_string(p.threads) + " threads differs from the output at " +
+                  std::to_string(points[0].threads) + " (results must not depend on the thread count)");
   return 0;
 }
 
@@ -509,6 +586,30 @@ int main(int argc, char** argv) {
                    "(--scenario text or ops-text)");
   runc->add_option("--max-report-mb", ra.max_report_mb,
                    "Attention: refuse a report whose working memory exceeds this many MiB")->capture_default_str();
+  runc->add_flag("--profile", ra.profile,
+                 "Where the time goes: per stage, plugin and thread (table on stderr, 'profile' in --summary)");
+  runc->add_option("--trace", ra.trace, "Write a Chrome trace-event JSON timeline (Perfetto, chrome://tracing)");
+
+  RunArgs ca;  // headsep scaling: the job's options, then the counts
+  std::string scaling_counts, scaling_json, scaling_check = "summary";
+  auto* scalingc = app.add_subcommand("scaling", "Run one job at several thread counts: speedup, efficiency, stages");
+  scalingc->add_option("--counts", scaling_counts, "Thread counts, e.g. 1,2,4 (default 1, 2, 4, ... up to the cores)");
+  scalingc->add_option("--json", scaling_json, "Write the table and every count's profile as JSON");
+  scalingc->add_option("--check", scaling_check,
+                       "What must be identical at every count: summary (its JSON) or all (also every metric bit)")
+      ->capture_default_str();
+  scalingc->add_option("--scenario,-s", ca.scenario, "Scenario generator plugin");
+  scalingc->add_option("--weighting,-w", ca.weighting, "Weighting scheme plugin");
+  scalingc->add_option("-p,--param", ca.params, "Plugin parameter [plugin.]key=value (repeatable)");
+  scalingc->add_option("--plugin-dir", ca.plugin_dirs, "Search this folder for plugins first (repeatable)");
+  scalingc->add_option("--input,-i", ca.input, "CSV in the seed schema");
+  scalingc->add_option("--report", ca.reports, "Report id to analyse (repeatable; default: all)");
+  scalingc->add_option("--axes", ca.axes, "Context axes")->capture_default_str();
+  scalingc->add_option("--simd", ca.simd, "Force a SIMD level");
+  scalingc->add_option("--precision", ca.precision, "f64 or f32")->capture_default_str();
+  scalingc->add_option("--chunk", ca.chunk, "Reports per batch")->check(CLI::PositiveNumber);
+  scalingc->add_option("--top", ca.top, "Top-k reports per scenario in the summary")->capture_default_str();
+  scalingc->add_flag("--quiet,-q", ca.quiet, "No progress lines");
 
   runc->add_option("--report-html", ra.report_html, "Write an offline HTML report (seed plot, distributions, attention)");
   runc->add_option("--plot-svg", ra.plot_svg, "Write each figure of the report as an SVG file into this folder");
@@ -567,6 +668,7 @@ int main(int argc, char** argv) {
     if (*example) rc = example_cmd(ea);
     else if (*sweepc) rc = sweep_cmd(sa, sweep_vary, sweep_json);
     else if (*runc) rc = run_cmd(ra);
+    else if (*scalingc) rc = scaling_cmd(ca, scaling_counts, scaling_json, scaling_check);
     else if (*pluginsc) rc = plugins_cmd(list_dirs, list_name);
     else if (*infoc) rc = info_cmd();
     // What went to standard output (rows, the table) must have arrived: a full disk there is an

@@ -1,0 +1,156 @@
+#include "profile/scaling.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "headsep/error.hpp"
+
+namespace headsep::prof {
+
+std::vector<unsigned> parse_thread_counts(const std::string& list, unsigned cores) {
+  std::vector<unsigned> out;
+  if (list.empty()) {
+    cores = std::max(1u, cores);
+    for (unsigned t = 1; t < cores; t *= 2) out.push_back(t);
+    out.push_back(cores);
+    return out;
+  }
+  std::size_t i = 0;
+  while (i <= list.size()) {
+    std::size_t j = list.find(',', i);
+    if (j == std::string::npos) j = list.size();
+    const std::string item = list.substr(i, j - i);
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end || v == 0 || v > 4096)
+      throw UsageError("--counts: '" + item + "' is not a thread count (1..4096), in '" + list + "'");
+    out.push_back(static_cast<unsigned>(v));
+    i = j + 1;
+  }
+  return out;
+}
+
+namespace {
+
+// splitmix64 finaliser over 8-byte words: fast and bit-exact (not cryptographic).
+inline std::uint64_t mix(std::uint64_t h, std::uint64_t x) noexcept {
+  h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+  return h ^ (h >> 31);
+}
+std::uint64_t hash_doubles(std::uint64_t h, const std::vector<double>& v) {
+  h = mix(h, v.size());
+  for (double d : v) {
+    std::uint64_t x;
+    std::memcpy(&x, &d, 8);
+    h = mix(h, x);
+  }
+  return h;
+}
+
+struct HashPartial : SinkPartial {
+  std::uint64_t h = 0;
+};
+
+class MetricHash final : public ResultSink {
+ public:
+  explicit MetricHash(std::uint64_t& out) : out_(out) { out_ = 0; }
+  void prepare(const BatchResult& r, std::unique_ptr<SinkPartial>& partial) const override {
+    auto p = std::make_unique<HashPartial>();
+    std::uint64_t h = mix(r.index, r.batch->first_report);
+    for (std::size_t j = 0; j < r.metrics.size(); ++j) {
+      const MetricBlock& m = r.metrics[j];
+      for (char c : *r.scenario_names[j]) h = mix(h, static_cast<unsigned char>(c));
+      h = hash_doubles(h, m.context), h = hash_doubles(h, m.difference), h = hash_doubles(h, m.pairwise);
+      h = hash_doubles(h, m.separation), h = hash_doubles(h, m.head_stats), h = hash_doubles(h, m.pair_stats);
+    }
+    p->h = h;
+    partial = std::move(p);
+  }
+  void consume(const BatchResult&, SinkPartial* partial) override {
+    out_ = mix(out_, static_cast<HashPartial*>(partial)->h);
+  }
+
+ private:
+  std::uint64_t& out_;
+};
+
+// Busy seconds per stage kind: the breakdown a scaling table can show in one row.
+const char* const kKinds[] = {"input", "generate", "axes", "weighting", "validate", "kernels", "attention", "prepare", "consume"};
+
+std::map<std::string, double> by_kind(const ProfileResult& p) {
+  std::map<std::string, double> m;
+  for (const auto& s : p.stages) m[s.kind] += s.busy_s;
+  return m;
+}
+
+}  // namespace
+
+std::unique_ptr<ResultSink> make_metric_hash(std::uint64_t& out) { return std::make_unique<MetricHash>(out); }
+
+std::string scaling_table(const std::vector<ScalingPoint>& points) {
+  std::string out;
+  char line[512];
+  std::vector<const char*> kinds;  // only the kinds some count used
+  for (const char* k : kKinds)
+    for (const auto& p : points)
+      if (by_kind(p.profile).count(k)) {
+        kinds.push_back(k);
+        break;
+      }
+  std::snprintf(line, sizeof line, "%7s %9s %12s %8s %10s %9s", "threads", "wall s", "groups/s", "speedup", "efficiency",
+                "identical");
+  out += line;
+  for (const char* k : kinds) std::snprintf(line, sizeof line, " %9.9s", k), out += line;
+  out += "   (busy thread-seconds per stage)\n";
+  const double base = points.empty() ? 0 : points[0].wall_s * points[0].threads;
+  for (const auto& p : points) {
+    const double speedup = p.wall_s > 0 && !points.empty() ? points[0].wall_s / p.wall_s : 0;
+    // Efficiency against the first count: speedup / (threads / first threads).
+    const double eff = p.threads && points[0].threads ? speedup * points[0].threads / p.threads : 0;
+    std::snprintf(line, sizeof line, "%7u %9.3f %12.4g %7.2fx %9.1f%% %9s", p.threads, p.wall_s,
+                  p.wall_s > 0 ? p.groups / p.wall_s : 0.0, speedup, 100 * eff, p.identical ? "yes" : "NO");
+    out += line;
+    auto m = by_kind(p.profile);
+    for (const char* k : kinds) std::snprintf(line, sizeof line, " %9.3f", m.count(k) ? m[k] : 0.0), out += line;
+    out += "\n";
+  }
+  (void)base;
+  for (const auto& p : points)
+    if (!p.profile.diagnosis.empty()) {
+      std::snprintf(line, sizeof line, "%u thread%s: ", p.threads, p.threads == 1 ? "" : "s");
+      out += line + p.profile.diagnosis[0] + "\n";
+    }
+  return out;
+}
+
+std::string scaling_json(const std::vector<ScalingPoint>& points, const std::string& job) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["job"] = job;
+  bool all = true;
+  ordered_json arr = ordered_json::array();
+  for (const auto& p : points) {
+    all = all && p.identical;
+    const double speedup = p.wall_s > 0 ? points[0].wall_s / p.wall_s : 0;
+    ordered_json e;
+    e["threads"] = p.threads;
+    e["wall_s"] = p.wall_s;
+    e["reports"] = p.reports;
+    e["groups"] = p.groups;
+    e["groups_per_s"] = p.wall_s > 0 ? p.groups / p.wall_s : 0.0;
+    e["speedup"] = speedup;
+    e["efficiency"] = speedup * points[0].threads / p.threads;
+    e["identical"] = p.identical;
+    e["profile"] = ordered_json::parse(p.profile_json);
+    arr.push_back(e);
+  }
+  j["outputs_identical"] = all;
+  j["counts"] = arr;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace headsep::prof

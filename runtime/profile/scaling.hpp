@@ -1,0 +1,36 @@
+// `headsep scaling`: one job at several thread counts — wall time, speedup, parallel efficiency
+// and the per-stage breakdown at each, and whether every count gave the same output bytes.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headsep/profile.hpp"
+#include "headsep/run.hpp"
+
+namespace headsep::prof {
+
+struct ScalingPoint {
+  unsigned threads = 0;
+  double wall_s = 0;
+  std::uint64_t reports = 0, groups = 0;
+  ProfileResult profile;
+  std::string profile_json;
+  std::string summary_json;       ///< the summary's JSON (compared byte for byte)
+  std::uint64_t metrics_hash = 0;  ///< every metric bit, in batch order (--check all), else 0
+  bool identical = true;          ///< same summary (and metrics hash) as the first count
+};
+
+/// "1,2,4" -> {1,2,4}; empty -> 1, 2, 4, ... up to `cores`, and `cores` itself. Throws UsageError.
+std::vector<unsigned> parse_thread_counts(const std::string& list, unsigned cores);
+
+/// A sink that hashes every metric of every batch bit for bit (hashing in prepare(), on the
+/// worker threads; combined in batch order in consume()), so two runs can be compared exactly
+/// without writing their rows.
+std::unique_ptr<ResultSink> make_metric_hash(std::uint64_t& out);
+
+std::string scaling_table(const std::vector<ScalingPoint>& points);
+std::string scaling_json(const std::vector<ScalingPoint>& points, const std::string& job);
+
+}  // namespace headsep::prof

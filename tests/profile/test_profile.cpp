@@ -1,0 +1,223 @@
+// The profiler: --profile names the bottleneck (a weighting plugin that sleeps), its numbers add
+// up, --trace is Chrome trace-event JSON covering every batch (bounded when long), `headsep
+// scaling` gives identical outputs at every thread count, and no output changes without --profile.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "headsep/plugin_host.hpp"
+#include "headsep/profile.hpp"
+#include "headsep/run.hpp"
+#include "headsep/summary.hpp"
+#include "test_util.hpp"
+
+using namespace testutil;
+using namespace headsep;
+using Catch::Contains;
+
+namespace {
+
+const std::string kSleepDir = HEADSEP_PROFILE_PLUGIN_DIR;
+
+struct Job {
+  PluginRegistry reg = PluginRegistry::discover(plugin_search_path({}));
+  std::unique_ptr<ReportSource> source;
+  std::unique_ptr<Weighting> weighting;
+  AxisMap axes;
+  Job(std::int64_t reports, const std::string& w = "axis-focus") {
+    source = open_scenario_plugin(reg, "ops-reports",
+                                  resolve_params(reg.require("ops-reports", PluginKind::scenario), {{"reports", std::to_string(reports)}}));
+    weighting = open_weighting_plugin(reg, w, resolve_params(reg.require(w, PluginKind::weighting), {}), source->schema());
+    auto specs = parse_axes(kSeedAxes);
+    axes = AxisMap::bind(specs, source->schema().feature_names);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("--profile names a weighting plugin that sleeps as the dominant stage", "[profile]") {
+  TempDir dir;
+  auto r = run_cli("run --plugin-dir " + shell_quote(kSleepDir) +
+                   " -s ops-reports -p reports=4000 -w sleep-weighting -p us=20000 --chunk 500 --threads 2 -q --profile"
+                   " --summary " + shell_quote(dir.file("s.json")));
+  REQUIRE(r.status == 0);
+  // The headline names the plugin and its file; the weighting stages top the table.
+  CHECK_THAT(r.err, Contains("diagnosis: weighting plugin 'sleep-weighting' (") && Contains("sleep-weighting.so)"));
+  CHECK_THAT(r.err, Contains("it waits more than it computes"));
+  auto j = nlohmann::json::parse(read_file(dir.file("s.json")));
+  REQUIRE(j.contains("profile"));
+  const auto& p = j["profile"];
+  double weighting = 0, total = 0;
+  for (const auto& s : p["stages"]) {
+    total += s["busy_s"].get<double>();
+    if (s["kind"] == "weighting") {
+      weighting += s["busy_s"].get<double>();
+      CHECK_THAT(s["plugin"].get<std::string>(), Contains("weighting plugin 'sleep-weighting'"));
+      CHECK(s["batches"] == 8);
+    }
+  }
+  // 8 batches x 1 scenario x 20 ms asleep against microseconds of everything else.
+  CHECK(weighting > 0.8 * total);
+  CHECK(weighting >= 8 * 0.020 * 0.99);
+  CHECK(p["batches"] == 8);
+  CHECK(p["reports"] == 4000);
+  CHECK(p["counters"]["note"].get<std::string>().rfind("hardware counters", 0) == 0);
+}
+
+TEST_CASE("profile: stage times add up to the threads' busy time", "[profile]") {
+  // The same clock reads are summed per stage and per thread: stage wall (and CPU) times summed
+  // over stages equal the threads' busy wall (CPU) summed over threads within 0.5 % + 1 ms (they
+  // tile each filter invocation); no thread is busy longer than the run; every batch passes
+  // every per-batch stage once.
+  for (unsigned threads : {1u, 2u, 3u}) {
+    Job job(200000);
+    Summary summary(RunInfo{job.axes.names(), job.weighting->heads()});
+    Profiler prof;
+    RunOptions opt;
+    opt.threads = threads;
+    opt.chunk_reports = 4096;
+    opt.simd = default_level();
+    opt.profiler = &prof;
+    auto stats = run(*job.source, *job.weighting, job.axes, opt, {&summary});
+    const ProfileResult& p = prof.result();
+    double stage_busy = 0, stage_cpu = 0, thread_busy = 0, thread_cpu = 0;
+    for (const auto& s : p.stages) {
+      stage_busy += s.busy_s, stage_cpu += s.cpu_s;
+      CHECK(s.active_s <= s.busy_s * 1.01 + 1e-3);  // the union of intervals (read under a lock)
+      CHECK(s.active_s <= p.wall_s + 1e-3);
+      if (s.kind == "generate" || s.kind == "axes" || s.kind == "kernels" || s.kind == "weighting" || s.kind == "prepare" ||
+          s.kind == "consume")
+        CHECK(s.batches == stats.batches);
+    }
+    for (const auto& t : p.thread_list) {
+      thread_busy += t.busy_s, thread_cpu += t.cpu_s;
+      CHECK(t.busy_s <= p.wall_s + 1e-3);
+      CHECK(t.busy_s + t.idle_s == Approx(p.wall_s).margin(1e-3));
+    }
+    INFO("threads " << threads << ": stages " << stage_busy << " s, threads " << thread_busy << " s");
+    CHECK(std::abs(stage_busy - thread_busy) <= 0.005 * thread_busy + 1e-3);
+    CHECK(std::abs(stage_cpu - thread_cpu) <= 0.005 * thread_cpu + 1e-3);
+    CHECK(p.busy_s == Approx(stage_busy));
+    CHECK(p.thread_list.size() <= threads + 1);  // TBB workers plus the calling thread
+    CHECK(thread_busy <= double(p.thread_list.size()) * p.wall_s * 1.01 + 1e-3);
+    double shares = 0;
+    for (const auto& s : p.stages) shares += s.share;
+    CHECK(shares == Approx(1.0));
+    CHECK(p.reports == 200000);
+    CHECK(p.groups == 600000);
+    CHECK_FALSE(p.diagnosis.empty());
+  }
+}
+
+TEST_CASE("--trace writes Chrome trace-event JSON covering every batch", "[profile]") {
+  TempDir dir;
+  auto r = run_cli("run -s ops-reports -w axis-focus -p reports=30000 --chunk 1000 --threads 2 -q --summary " +
+                   shell_quote(dir.file("s.json")) + " --trace " + shell_quote(dir.file("t.json")));
+  REQUIRE(r.status == 0);
+  CHECK(r.err.empty());  // --trace alone prints nothing
+  auto j = nlohmann::json::parse(read_file(dir.file("t.json")));
+  CHECK_FALSE(nlohmann::json::parse(read_file(dir.file("s.json"))).contains("profile"));
+  std::map<std::uint64_t, std::set<std::string>> stages_of;  // batch -> stage names
+  std::size_t complete = 0;
+  for (const auto& e : j["traceEvents"]) {
+    REQUIRE(e.contains("name"));
+    REQUIRE(e.contains("ph"));
+    REQUIRE(e.contains("pid"));
+    REQUIRE(e.contains("tid"));
+    if (e["ph"] != "X") continue;
+    ++complete;
+    REQUIRE(e["ts"].is_number());
+    REQUIRE(e["dur"].is_number());
+    CHECK(e["dur"].get<double>() >= 0);
+    const auto batch = e["args"]["batch"].get<std::uint64_t>();
+    CHECK(e["args"]["reports"] == 1000);
+    stages_of[batch].insert(e["name"].get<std::string>());
+  }
+  CHECK(complete > 0);
+  REQUIRE(stages_of.size() == 30);
+  for (std::uint64_t b = 0; b < 30; ++b) {
+    INFO("batch " << b);
+    REQUIRE(stages_of.count(b));
+    for (const char* s : {"input (dispatch)", "generate", "axes projection", "metric kernels", "validation",
+                          "weighting [balanced_heads]", "weighting [decision_vs_condition_split]",
+                          "weighting [condition_heavy_both_heads]", "sink prepare: Summary", "sink consume: Summary"})
+      CHECK(stages_of[b].count(s));
+  }
+}
+
+TEST_CASE("a long run's trace keeps the first batches, then an evenly strided sample", "[profile]") {
+  Job job(100000);
+  Summary summary(RunInfo{job.axes.names(), job.weighting->heads()});
+  ProfileOptions po;
+  po.trace = true;
+  po.trace_full_batches = 8;
+  po.trace_sampled_batches = 10;
+  Profiler prof(po);
+  RunOptions opt;
+  opt.threads = 2;
+  opt.chunk_reports = 500;  // 200 batches
+  opt.profiler = &prof;
+  auto stats = run(*job.source, *job.weighting, job.axes, opt, {&summary});
+  REQUIRE(stats.batches == 200);
+  auto j = nlohmann::json::parse(prof.trace_json());
+  std::set<std::uint64_t> batches;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X") batches.insert(e["args"]["batch"].get<std::uint64_t>());
+  const std::uint64_t stride = prof.result().trace_stride;
+  CHECK(stride == 32);  // indices 8..199: 192 of them, at most 10 kept -> stride 32 (6 kept)
+  CHECK(batches.size() <= 18);
+  CHECK(batches.size() == prof.result().trace_batches);
+  for (std::uint64_t b = 0; b < 8; ++b) CHECK(batches.count(b));
+  for (auto b : batches)
+    if (b >= 8) CHECK((b - 8) % stride == 0);
+  CHECK(batches.count(8 + 5 * 32));
+}
+
+TEST_CASE("headsep scaling: the same output at every thread count", "[profile][cli]") {
+  TempDir dir;
+  auto r = run_cli("scaling -s ops-reports -w axis-focus -p reports=40000 --chunk 2000 --counts 1,2,3 --check all -q --json " +
+                   shell_quote(dir.file("scaling.json")));
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("threads") && Contains("speedup") && Contains("efficiency"));
+  auto j = nlohmann::json::parse(read_file(dir.file("scaling.json")));
+  CHECK(j["outputs_identical"] == true);
+  REQUIRE(j["counts"].size() == 3);
+  unsigned expect[] = {1, 2, 3};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& c = j["counts"][i];
+    CHECK(c["threads"] == expect[i]);
+    CHECK(c["identical"] == true);
+    CHECK(c["groups"] == 120000);
+    CHECK(c["profile"]["stages"].size() > 5);
+  }
+  CHECK(j["counts"][0]["speedup"] == 1.0);
+  auto bad = run_cli("scaling -s ops-reports -w axis-focus --counts 1,zero");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains("--counts: 'zero'"));
+}
+
+TEST_CASE("--profile changes no output byte; without it nothing is profiled", "[profile][cli]") {
+  TempDir dir;
+  const std::string job = "run -s ops-reports -w axis-focus -p reports=20000 -p seed=3 --top 4 --threads 2 ";
+  auto plain = run_cli(job + "--format csv --summary " + shell_quote(dir.file("a.json")) + " --per-report " +
+                       shell_quote(dir.file("a.jsonl")));
+  auto prof = run_cli(job + "--format csv --profile --summary " + shell_quote(dir.file("b.json")) + " --per-report " +
+                      shell_quote(dir.file("b.jsonl")) + " --trace " + shell_quote(dir.file("t.json")));
+  REQUIRE(plain.status == 0);
+  REQUIRE(prof.status == 0);
+  CHECK(plain.out == prof.out);  // rows on stdout
+  CHECK(plain.err.empty());
+  CHECK_THAT(prof.err, Contains("diagnosis: "));
+  CHECK(read_file(dir.file("a.jsonl")) == read_file(dir.file("b.jsonl")));
+  auto a = nlohmann::ordered_json::parse(read_file(dir.file("a.json")));
+  auto b = nlohmann::ordered_json::parse(read_file(dir.file("b.json")));
+  CHECK_FALSE(a.contains("profile"));
+  REQUIRE(b.contains("profile"));
+  b.erase("profile");
+  CHECK(a.dump(2) + "\n" == read_file(dir.file("a.json")));  // the layout the profile section extends
+  CHECK(a == b);
+  // A failed run leaves no trace file behind.
+  auto fail = run_cli("run -s ops-reports -w axis-focus -p reports=10 --axes 'x=nope' --trace " + shell_quote(dir.file("u.json")));
+  CHECK(fail.status != 0);
+  CHECK_FALSE(std::filesystem::exists(dir.file("u.json")));
+}
