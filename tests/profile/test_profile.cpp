@@ -35,7 +35,7 @@ struct Job {
 
 }  // namespace
 
-TEST_CASE("--profile names a weighting plugin that sleeps as the dominant stage", "[profile]") {
+TEST_CASE("profile: names a weighting plugin that sleeps as the dominant stage", "[profile]") {
   TempDir dir;
   auto r = run_cli("run --plugin-dir " + shell_quote(kSleepDir) +
                    " -s ops-reports -p reports=4000 -w sleep-weighting -p us=20000 --chunk 500 --threads 2 -q --profile"
@@ -109,7 +109,7 @@ TEST_CASE("profile: stage times add up to the threads' busy time", "[profile]") 
   }
 }
 
-TEST_CASE("--trace writes Chrome trace-event JSON covering every batch", "[profile]") {
+TEST_CASE("trace: writes Chrome trace-event JSON covering every batch", "[profile]") {
   TempDir dir;
   auto r = run_cli("run -s ops-reports -w axis-focus -p reports=30000 --chunk 1000 --threads 2 -q --summary " +
                    shell_quote(dir.file("s.json")) + " --trace " + shell_quote(dir.file("t.json")));
@@ -145,7 +145,7 @@ TEST_CASE("--trace writes Chrome trace-event JSON covering every batch", "[profi
   }
 }
 
-TEST_CASE("a long run's trace keeps the first batches, then an evenly strided sample", "[profile]") {
+TEST_CASE("trace: a long run's trace keeps the first batches, then an evenly strided sample", "[profile]") {
   Job job(100000);
   Summary summary(RunInfo{job.axes.names(), job.weighting->heads()});
   ProfileOptions po;
@@ -196,7 +196,7 @@ TEST_CASE("headsep scaling: the same output at every thread count", "[profile][c
   CHECK_THAT(bad.err, Contains("--counts: 'zero'"));
 }
 
-TEST_CASE("--profile changes no output byte; without it nothing is profiled", "[profile][cli]") {
+TEST_CASE("profile: --profile changes no output byte, and without it nothing is profiled", "[profile][cli]") {
   TempDir dir;
   const std::string job = "run -s ops-reports -w axis-focus -p reports=20000 -p seed=3 --top 4 --threads 2 ";
   auto plain = run_cli(job + "--format csv --summary " + shell_quote(dir.file("a.json")) + " --per-report " +
