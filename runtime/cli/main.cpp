@@ -390,6 +390,15 @@ int model_cmd(const RunArgs& a) {
   mo.simd = ro.simd;
   mo.chunk_reports = a.chunk ? a.chunk : 128;
   const ModelSummary sum = run_model(*source, model, axes, mo);
+  if (!a.report_html.empty() || !a.plot_svg.empty()) {  // docs/REPORTS.md: the layer x head grids
+    RunStats st;
+    for (const auto& sc : sum.scenarios) st.reports += sc.reports, st.groups += sc.reports;
+    st.seconds = sum.seconds;
+    report::Header h = report_header(a, ro, st, true);
+    h.weighting_plugin = "model " + sum.model + " (" + a.model + ")", h.threads = sum.threads, h.simd = sum.simd;
+    if (axes_spec != a.axes) h.params.push_back("--axes " + axes_spec);
+    report::write(report::build(sum, h), a.report_html, a.plot_svg);
+  }
   if (!a.summary.empty()) {
     OutputFile out(a.summary);
     out.write(sum.json());

@@ -254,7 +254,8 @@ Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
                                                   ctx(s.context_mean, axes, 2, 1) - ctx(s.context_mean, axes, 1, 1))
                                      : 0;
       o += draw(s.context_mean, "mean", "mean", 1, true, "");
-      mean_note = "faded: top " + std::to_string(s.top.size()) + " reports; outlined: the mean" +
+      mean_note = (s.top.empty() ? std::string("outlined: the mean over the reports")
+                                 : "faded: top " + std::to_string(s.top.size()) + " reports; outlined: the mean") +
                   (d.heads == 2 ? " (means " + number(dm) + " apart)" : "");
     }
   }
@@ -430,7 +431,48 @@ std::string map_anchor(std::size_t si, std::size_t mi, std::uint32_t h) {
   return "map-" + std::to_string(si) + "-" + std::to_string(mi) + "-h" + std::to_string(h);
 }
 
-// Layer x head grid: per head, the mean over its pairs of the mean pairwise separation.
+// A layer x head matrix of one value per head (viridis, value printed in the cell); `link(l, c)`
+// gives the anchor a cell links to ("" = none).
+Figure grid_figure(const std::string& id, const std::string& section, const std::string& title, const std::string& subtitle,
+                   const std::string& footnote, std::uint32_t layers, std::uint32_t per, const std::vector<double>& v,
+                   const std::function<std::string(std::uint32_t, std::uint32_t)>& link) {
+  double top = 0;
+  for (double x : v) top = std::max(top, x);
+  const double cell = per > 16 ? 30 : 46, L = 70, T = 56;
+  const double W = std::max(380.0, L + cell * per + 20), H = T + cell * layers + 74;
+  Figure f;
+  f.id = id;
+  f.section = section;
+  f.title = title;
+  std::string o = svg_open(f.id, "heatmap grid", W, H);
+  o += text(8, 18, escape(cut(f.title, 60)), "font-size=\"14\" font-weight=\"bold\" class=\"fig-title\"");
+  o += text(8, 36, escape(subtitle), "fill=\"#444\"");
+  o += text(8, H - 8, escape(footnote), "fill=\"#444\"");
+  for (std::uint32_t l = 0; l < layers; ++l) o += text(L - 6, T + cell * (l + 0.5) + 4, "layer " + std::to_string(l), "text-anchor=\"end\"");
+  for (std::uint32_t l = 0; l < layers; ++l)
+    for (std::uint32_t c = 0; c < per && std::size_t(l) * per + c < v.size(); ++c) {
+      const double val = v[std::size_t(l) * per + c];
+      const double x = L + cell * c, y = T + cell * l, t = top > 0 ? val / top : 0;
+      const char* ink = t > 0.55 ? "#000" : "#fff";
+      std::string cellsvg = "<g class=\"cell\" data-layer=\"" + std::to_string(l) + "\" data-head=\"" + std::to_string(c + 1) +
+                            "\" data-value=\"" + exact(val) + "\">" + rect(x, y, cell - 1, cell - 1, "fill=\"" + viridis(t) + "\"") +
+                            text(x + cell / 2, y + cell / 2 - (cell >= 40 ? 3 : -4), "h" + std::to_string(c + 1),
+                                 std::string("text-anchor=\"middle\" font-size=\"10\" fill=\"") + ink + "\"");
+      if (cell >= 40)
+        cellsvg += text(x + cell / 2, y + cell / 2 + 11, number(val, 2),
+                        std::string("text-anchor=\"middle\" font-size=\"10\" fill=\"") + ink + "\"");
+      cellsvg += "<title>" + escape("layer " + std::to_string(l) + " head " + std::to_string(c + 1) + ": " + number(val, 4)) +
+                 "</title></g>";
+      const std::string target = link ? link(l, c) : std::string();
+      o += target.empty() ? cellsvg + "\n" : "<a href=\"#" + target + "\">" + cellsvg + "</a>\n";
+    }
+  o += colour_bar(L, T + cell * layers + 14, 200, "0", number(top), viridis);
+  f.svg = o + "</svg>\n";
+  return f;
+}
+
+// Layer x head grid of an attention scheme: per head, the mean over its pairs of the mean
+// pairwise separation; heads are layer-major (ReportData::layers).
 Figure layer_head_grid(const ReportData& d, std::size_t si, bool linked) {
   const auto& s = d.scenarios[si];
   const std::uint32_t n = d.heads, layers = std::max<std::uint32_t>(1, d.layers), per = (n + layers - 1) / layers;
@@ -442,36 +484,14 @@ Figure layer_head_grid(const ReportData& d, std::size_t si, bool linked) {
       const double x = p < s.pair_separation_mean.size() ? s.pair_separation_mean[p] : 0.0;
       v[i] += x, v[j] += x, ++k[i], ++k[j];
     }
-  double top = 0;
-  for (std::uint32_t h = 1; h <= n; ++h) v[h] = k[h] ? v[h] / k[h] : 0, top = std::max(top, v[h]);
-  const double cell = per > 16 ? 30 : 46, L = 70, T = 56;
-  const double W = std::max(380.0, L + cell * per + 20), H = T + cell * layers + 74;
-  Figure f;
-  f.id = "grid-" + std::to_string(si);
-  f.section = "attention";
-  f.title = "Layer × head: mean separation";
-  std::string o = svg_open(f.id, "heatmap grid", W, H);
-  o += text(8, 18, escape(cut(f.title, 70)), "font-size=\"14\" font-weight=\"bold\" class=\"fig-title\"");
-  o += text(8, 36, escape(cut(s.name, 30) + " · each head's mean distance to the others"), "fill=\"#444\"");
-  o += text(8, H - 8, escape(layers == 1 ? "one layer (the scheme has none); a head links to its maps" : "a head links to its maps"),
-            "fill=\"#444\"");
-  for (std::uint32_t l = 0; l < layers; ++l) o += text(L - 6, T + cell * (l + 0.5) + 4, "layer " + std::to_string(l), "text-anchor=\"end\"");
-  for (std::uint32_t h = 1; h <= n; ++h) {
-    const std::uint32_t l = (h - 1) / per, c = (h - 1) % per;
-    const double x = L + cell * c, y = T + cell * l, t = top > 0 ? v[h] / top : 0;
-    std::string cellsvg = "<g class=\"cell\" data-layer=\"" + std::to_string(l) + "\" data-head=\"" + std::to_string(h) +
-                          "\" data-value=\"" + exact(v[h]) + "\">" + rect(x, y, cell - 1, cell - 1, "fill=\"" + viridis(t) + "\"") +
-                          text(x + cell / 2, y + cell / 2 - (cell >= 40 ? 3 : -4), "h" + std::to_string(h),
-                               std::string("text-anchor=\"middle\" font-size=\"10\" fill=\"") + (t > 0.55 ? "#000" : "#fff") + "\"");
-    if (cell >= 40)
-      cellsvg += text(x + cell / 2, y + cell / 2 + 11, number(v[h], 2),
-                      std::string("text-anchor=\"middle\" font-size=\"10\" fill=\"") + (t > 0.55 ? "#000" : "#fff") + "\"");
-    cellsvg += "<title>" + escape("head " + std::to_string(h) + ": mean separation " + number(v[h], 4)) + "</title></g>";
-    o += linked ? "<a href=\"#" + map_anchor(si, 0, h) + "\">" + cellsvg + "</a>\n" : cellsvg + "\n";
-  }
-  o += colour_bar(L, T + cell * layers + 14, 200, "0", number(top), viridis);
-  f.svg = o + "</svg>\n";
-  return f;
+  for (std::uint32_t h = 1; h <= n; ++h) v[h] = k[h] ? v[h] / k[h] : 0;
+  v.erase(v.begin());  // [h - 1]
+  return grid_figure("grid-" + std::to_string(si), "attention", "Layer × head: mean separation",
+                     cut(s.name, 30) + " · each head's mean distance to the others",
+                     layers == 1 ? "one layer (the scheme has none); a head links to its maps" : "a head links to its maps",
+                     layers, per, v, [&](std::uint32_t l, std::uint32_t c) {
+                       return linked ? map_anchor(si, 0, l * per + c + 1) : std::string();
+                     });
 }
 
 Figure attention_map(const ReportData& d, std::size_t si, std::size_t mi, std::uint32_t h) {
@@ -604,6 +624,11 @@ std::vector<Figure> figures(const ReportData& d) {
   if (!d.scenarios.empty()) {
     const PlaneDomain dom = plane_domain(d);
     for (std::size_t i = 0; i < shown(d); ++i) out.push_back(seed_plot(d, i, dom));
+  }
+  for (const auto& g : d.grids)
+    out.push_back(grid_figure(g.id, "model", g.title, cut(g.subtitle, 64), "means over the reports; model runs keep no maps",
+                              g.layers, g.heads, g.values, {}));
+  if (!d.scenarios.empty() && d.distributions) {
     out.push_back(distribution_figure(d, "dist-head_separation", "head_separation",
                                       [](const Scenario& s) -> const Distribution& { return s.separation; }));
     for (std::uint32_t h = 1; h <= d.heads; ++h)
@@ -674,7 +699,24 @@ std::string html(const ReportData& d, const std::vector<Figure>& figs) {
       if (f.section == section) s += f.svg;
     return s + "</div>\n";
   };
-  if (!d.scenarios.empty()) {
+  if (!d.scenarios.empty() && !d.distributions) {
+    o += "<section id=\"summary\">\n<h2>head_separation per scenario and layer (means)</h2>\n<table class=\"summary\">\n"
+         "<tr><th>scenario · layer</th><th>reports</th><th>mean head_separation</th></tr>\n";
+    for (const auto& s : d.scenarios)
+      o += "<tr><td>" + escape(s.name) + "</td><td class=\"num\">" + count(s.count) + "</td><td class=\"num\">" +
+           number(s.separation.stats.mean, 4) + "</td></tr>\n";
+    o += "</table>\n</section>\n";
+    o += "<section id=\"model\">\n<h2>Layer × head</h2>\n<p class=\"note\">Per scenario, every head of every layer: "
+         "its mean context distance to the other heads of its layer (the seed's separation), its mean Jensen–Shannon "
+         "divergence to them, and its attention entropy. A model run keeps means, not distributions or maps.</p>\n" +
+         section_figs("model") + "</section>\n";
+    o += "<section id=\"seed-plots\">\n<h2>The seed's plot, per layer</h2>\n<p class=\"note\">The mean contexts of each "
+         "layer's baseline (grey) and heads on the first two context axes.</p>\n";
+    if (d.scenarios.size() > shown(d))
+      o += "<p class=\"warn\">" + count(d.scenarios.size() - shown(d)) + " more layers are in the table above, not drawn.</p>\n";
+    o += section_figs("seed") + "</section>\n";
+  }
+  if (!d.scenarios.empty() && d.distributions) {
     o += "<section id=\"summary\">\n<h2>head_separation per scenario</h2>\n<table class=\"summary\">\n<tr><th>scenario</th>"
          "<th>reports</th><th>mean</th><th>std</th><th>p01</th><th>p10</th><th>p50</th><th>p90</th><th>p99</th></tr>\n";
     for (const auto& s : d.scenarios) o += stats_row({s.name}, s.separation.stats);

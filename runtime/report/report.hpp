@@ -18,6 +18,7 @@
 
 namespace headsep {
 class Summary;
+struct ModelSummary;
 }
 
 namespace headsep::report {
@@ -98,6 +99,13 @@ struct Header {
   double seconds = 0;
 };
 
+/// A layer x head matrix of per-head means (model runs): values[l * heads + (h - 1)].
+struct Grid {
+  std::string id, title, subtitle;
+  std::uint32_t layers = 0, heads = 0;
+  std::vector<double> values;
+};
+
 struct ReportData {
   Header header;
   std::vector<std::string> axes;
@@ -110,6 +118,9 @@ struct ReportData {
   std::vector<Scenario> scenarios;
   std::optional<Sweep> sweep;
   Limits limits;
+  /// Model runs (--model): only means exist, no quantiles; the layer x head grids.
+  bool distributions = true;
+  std::vector<Grid> grids;
 };
 
 /// The sink that keeps, while a run streams, what the report needs beyond the Summary: context
@@ -144,6 +155,10 @@ class Collector final : public ResultSink {
 
 /// Builds the report's data from a run's Summary and Collector (same run, same scenarios).
 ReportData build(const Summary& summary, const Collector& collector, Header header);
+/// The report of a model run (--model): per scenario and layer the seed's plot of the mean
+/// contexts (the layer's baseline and heads), and layer x head grids of mean separation, entropy
+/// and Jensen–Shannon divergence, from the ModelSummary's sums.
+ReportData build(const ModelSummary& summary, Header header);
 
 /// One figure: an <svg> element (no XML prolog), the section it belongs to and its id.
 struct Figure {

@@ -261,6 +261,16 @@ def main():
         run(["sweep", "-s", "ops-reports", "-p", "reports=5000", "-w", "axis-focus", "-q",
              "--vary", "axis-focus.single_sharpness=0.25:4:9", "--report-html", sw])
 
+        # A real model (all-MiniLM-L6-v2, fetched by scripts/test.sh) when it is there.
+        model_dir = os.environ.get("HEADSEP_MODEL_DIR") or os.path.join(
+            os.environ.get("HEADSEP_MODEL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache/headsep"), "all-minilm-l6-v2")
+        mod = os.path.join(tmp, "model.html")
+        have_model = os.path.exists(os.path.join(model_dir, "model.safetensors"))
+        if have_model:
+            run(["run", "--model", model_dir, "-s", "ops-text", "-p", "reports=40", "-q", "--report-html", mod])
+        else:
+            print("NOTE: no model in " + model_dir + ": the model report is not checked here (scripts/test.sh fetches it)")
+
         expected = {
             ex: ["run-header", "seed-plot-0", "seed-plot-1", "seed-plot-2", "dist-head_separation", "dist-diff-0",
                  "dist-diff-3"],
@@ -269,6 +279,8 @@ def main():
                   "map-0-0-h4", "map-0-1-h4"],
             sw: ["run-header", "sweep"],
         }
+        if have_model:
+            expected[mod] = ["run-header", "model-sep-0", "model-js-0", "model-entropy-0", "seed-plot-0", "seed-plot-5"]
         doms = {}
         for path, ids in expected.items():
             name = os.path.basename(path)
@@ -315,6 +327,10 @@ def main():
         els = doms[sw]
         pts = [e for e in els if e["svg"] == "sweep" and "marker" in classes(e)]
         check(len(pts) == 9 * 3, f"sweep: 9 values x 3 scenarios plotted ({len(pts)})")
+
+        if have_model:
+            cells = [e for e in doms[mod] if e["svg"] == "model-sep-0" and "cell" in classes(e)]
+            check(len(cells) == 72, f"model run: 6 layers x 12 heads grid of separation ({len(cells)} cells)")
 
         # ---- the seed plot: markers where the seed's contexts put them, read back from the DOM
         els = doms[ex]

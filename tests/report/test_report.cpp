@@ -8,6 +8,7 @@
 
 #include "headsep/error.hpp"
 #include "report/report.hpp"
+#include "model/model_dir.hpp"
 #include "test_util.hpp"
 
 using namespace testutil;
@@ -326,4 +327,32 @@ TEST_CASE("report: an output that cannot be written is an error and leaves nothi
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Contains("--plot-svg"));
   CHECK(!std::filesystem::exists(dir.file("r.html")));
+}
+
+TEST_CASE("report: a real model's layer x head grids agree with its summary", "[report][model]") {
+  TempDir dir;
+  auto r = run_cli("run --model " + shell_quote(testutil::model_dir().string()) + " -s ops-text -p reports=40 -q --summary " +
+                   shell_quote(dir.file("s.json")) + " --report-html " + shell_quote(dir.file("r.html")) + " --plot-svg " +
+                   shell_quote(dir.file("svg")));
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(read_file(dir.file("s.json")));
+  const std::string sep = read_file(dir.file("svg/model-sep-0.svg"));
+  CHECK(well_formed(dir.file("svg/model-sep-0.svg")));
+  CHECK(occurrences(sep, "<g class=\"cell\"") == 6 * 12);  // MiniLM-L6: 6 layers x 12 heads
+  std::size_t checked = 0;
+  for (const auto& layer : j["scenarios"][0]["layers"])
+    for (const auto& head : layer["heads"]) {
+      std::smatch m;
+      const std::string key = "data-layer=\"" + std::to_string(layer["layer"].get<int>()) + "\" data-head=\"" +
+                              std::to_string(head["head"].get<int>()) + "\" data-value=\"([^\"]+)\"";
+      REQUIRE(std::regex_search(sep, m, std::regex(key)));
+      CHECK(std::stod(m[1]) == Approx(head["separation"].get<double>()).epsilon(1e-12));
+      ++checked;
+    }
+  CHECK(checked == 72);
+  const std::string html = read_file(dir.file("r.html"));
+  for (const char* id : {"model-sep-0", "model-js-0", "model-entropy-0", "seed-plot-0", "seed-plot-5"})
+    CHECK_THAT(html, Contains(std::string("id=\"") + id + "\""));
+  // The seed plot of layer 0: the baseline and 12 heads at their mean contexts.
+  CHECK(occurrences(read_file(dir.file("svg/seed-plot-0.svg")), "class=\"marker head-") == 13);
 }

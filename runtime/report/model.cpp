@@ -1,0 +1,62 @@
+// The report of a model run (--model): built from ModelSummary's per-scenario sums; means only.
+#include "headsep/attention.hpp"
+#include "headsep/model_run.hpp"
+#include "report/report.hpp"
+
+namespace headsep::report {
+
+ReportData build(const ModelSummary& m, Header header) {
+  ReportData d;
+  d.header = std::move(header);
+  d.axes = m.axes;
+  d.heads = m.heads;
+  d.distributions = false;
+  const std::size_t H = m.heads, H1 = H + 1, C = m.axes.size(), P = H * (H - (H > 0)) / 2;
+  auto pair_index = [&](std::size_t i, std::size_t j) { return (i - 1) * H - (i - 1) * i / 2 + (j - i - 1); };
+  std::size_t si = 0;
+  for (const auto& sc : m.scenarios) {
+    const double n = sc.reports ? double(sc.reports) : 1.0;
+    // The seed's plot per layer: the layer's baseline (head 0) and heads at their mean contexts.
+    for (std::uint32_t l = 0; l < m.layers; ++l) {
+      Scenario s;
+      s.name = sc.name + " · layer " + std::to_string(l);
+      s.count = sc.reports;
+      for (std::size_t h = 0; h < H1; ++h)
+        for (std::size_t c = 0; c < C; ++c) s.context_mean.push_back(sc.ctx[(l * H1 + h) * C + c] / n);
+      double sep = 0;
+      for (std::size_t p = 0; p < P; ++p) sep += sc.dist[l * P + p] / n;
+      s.separation.stats.count = sc.reports;
+      s.separation.stats.mean = P ? sep / double(P) : 0.0;
+      d.scenarios.push_back(std::move(s));
+    }
+    // Per head: mean over the other heads of its layer of a pair value; or a head statistic.
+    auto per_head = [&](auto pair_value) {
+      std::vector<double> v;
+      for (std::size_t l = 0; l < m.layers; ++l)
+        for (std::size_t h = 1; h <= H; ++h) {
+          double t = 0;
+          for (std::size_t o = 1; o <= H; ++o)
+            if (o != h) t += pair_value(l, pair_index(std::min(h, o), std::max(h, o)));
+          v.push_back(H > 1 ? t / double(H - 1) : 0.0);
+        }
+      return v;
+    };
+    const std::string tag = std::to_string(si);
+    Grid sep{"model-sep-" + tag, "Layer × head: mean separation", sc.name + " · mean context distance to the other heads of the layer",
+             m.layers, m.heads, per_head([&](std::size_t l, std::size_t p) { return sc.dist[l * P + p] / n; })};
+    Grid js{"model-js-" + tag, "Layer × head: Jensen–Shannon divergence", sc.name + " · mean JS to the other heads of the layer (nats)",
+            m.layers, m.heads,
+            per_head([&](std::size_t l, std::size_t p) { return sc.pair[(l * P + p) * kPairStats + kJensenShannon] / n; })};
+    Grid ent{"model-entropy-" + tag, "Layer × head: attention entropy", sc.name + " · mean entropy of the attention rows (nats)",
+             m.layers, m.heads, {}};
+    for (std::size_t l = 0; l < m.layers; ++l)
+      for (std::size_t h = 1; h <= H; ++h) ent.values.push_back(sc.head[(l * H1 + h) * kHeadStats + kEntropy] / n);
+    d.grids.push_back(std::move(sep));
+    d.grids.push_back(std::move(js));
+    d.grids.push_back(std::move(ent));
+    ++si;
+  }
+  return d;
+}
+
+}  // namespace headsep::report
