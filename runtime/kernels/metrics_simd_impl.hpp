@@ -244,8 +244,83 @@ struct K {
   /// Any lengths: tiles of W reports, each lane its own report, padded with +0.0 up to the
   /// tile's longest report. Reports [0, n).
   static void ragged(const KernelArgs<T>& a, std::size_t n, std::size_t kmax, T* tile) noexcept {
-    const std::size_t rows = std::size_t(a.axes) + a.heads + 1;
+    for (std::size_t r0 = 0; r0 < n; r0 += W) ragged_group(a, r0, kmax, tile);
+  }
+
+  /// Short ragged reports (the main job: 3..6 tokens) without the stack tile: W consecutive
+  /// reports, lane i = report r0 + i, token t of every lane read with one (hardware) gather at
+  /// off[r0 + i] + t; lanes past their report's end are set to +0.0 for both the weight and the
+  /// axis, so, as in ragged(), they add exactly +0.0 (bit-identical to the reference). The group's
+  /// longest report K and the axes CC are compile-time: every sum stays in registers.
+  using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+  using IB = xsimd::batch<I, A>;
+  static constexpr bool kHardwareGather = std::is_base_of_v<xsimd::avx2, A> || std::is_base_of_v<xsimd::avx512f, A>;
+
+  template <std::size_t K, std::size_t CC>
+  static void ragged_registers(const KernelArgs<T>& a, std::size_t r0, const I* idx, const B& len) noexcept {
+    const std::size_t H = std::size_t(a.heads) + 1, S = a.stride;
+    typename B::batch_bool_type in[K];
+    IB ix[K];
+    for (std::size_t t = 0; t < K; ++t) in[t] = B(T(t)) < len, ix[t] = IB::load_aligned(idx + t * W);
+    B x[CC][K];
+    for (std::size_t c = 0; c < CC; ++c)
+      for (std::size_t t = 0; t < K; ++t) x[c][t] = xsimd::select(in[t], gather(a.axis[c], ix[t]), B(T(0)));
+    for (std::size_t h = 0; h < H; ++h) {
+      B w[K];
+      for (std::size_t t = 0; t < K; ++t) w[t] = xsimd::select(in[t], gather(a.weight[h], ix[t]), B(T(0)));
+      for (std::size_t c = 0; c < CC; ++c) {
+        B s(T(0));
+        for (std::size_t t = 0; t < K; ++t) s = madd(w[t], x[c][t], s);
+        s.store_unaligned(a.context + (h * CC + c) * S + r0);
+      }
+    }
+    finish(a, r0);
+  }
+  template <std::size_t K>
+  static bool ragged_registers_axes(const KernelArgs<T>& a, std::size_t r0, const I* idx, const B& len) noexcept {
+    switch (a.axes) {
+      case 1: ragged_registers<K, 1>(a, r0, idx, len); return true;
+      case 2: ragged_registers<K, 2>(a, r0, idx, len); return true;
+      case 3: ragged_registers<K, 3>(a, r0, idx, len); return true;
+      default: return false;
+    }
+  }
+
+  static void ragged_gather(const KernelArgs<T>& a, std::size_t n, std::size_t kmax, T* tile) noexcept {
+    // A lane past its report's end reads its report's first token (a valid index; the value is
+    // then replaced by +0.0); an empty report's lane reads token 0 of the row.
+    alignas(64) I idx[kShuffleMax * W];
+    alignas(64) T lenv[W];
     for (std::size_t r0 = 0; r0 < n; r0 += W) {
+      std::size_t longest = 0;
+      for (std::size_t i = 0; i < W; ++i) {
+        const std::size_t b = static_cast<std::size_t>(a.token_offset[r0 + i]);
+        const std::size_t len = static_cast<std::size_t>(a.token_offset[r0 + i + 1]) - b;
+        longest = len > longest ? len : longest;
+        lenv[i] = T(len < kShuffleMax ? len : kShuffleMax);
+        for (std::size_t t = 0; t < kShuffleMax; ++t) idx[t * W + i] = static_cast<I>(t < len ? b + t : len ? b : 0);
+      }
+      const B len = B::load_aligned(lenv);
+      bool done = false;
+      switch (longest) {
+        case 1: done = ragged_registers_axes<1>(a, r0, idx, len); break;
+        case 2: done = ragged_registers_axes<2>(a, r0, idx, len); break;
+        case 3: done = ragged_registers_axes<3>(a, r0, idx, len); break;
+        case 4: done = ragged_registers_axes<4>(a, r0, idx, len); break;
+        case 5: done = ragged_registers_axes<5>(a, r0, idx, len); break;
+        case 6: done = ragged_registers_axes<6>(a, r0, idx, len); break;
+        case 7: done = ragged_registers_axes<7>(a, r0, idx, len); break;
+        case 8: done = ragged_registers_axes<8>(a, r0, idx, len); break;
+        default: break;
+      }
+      if (!done) ragged_group(a, r0, kmax, tile);
+    }
+  }
+
+  /// Reports [r0, r0 + W) through the stack tile.
+  static void ragged_group(const KernelArgs<T>& a, std::size_t r0, std::size_t kmax, T* tile) noexcept {
+    const std::size_t rows = std::size_t(a.axes) + a.heads + 1;
+    {
       std::size_t b[W], len[W], longest = 0;
       for (std::size_t i = 0; i < W; ++i) {
         b[i] = static_cast<std::size_t>(a.token_offset[r0 + i]);
@@ -371,7 +446,11 @@ struct K {
     if (kmax == 0) return 0;
     // Lane offsets i*L must fit the gather's index type.
     const bool gather_ok = L * W < (std::size_t(1) << 30);
-    if (L == 0 || how == Strategy::tokens) {
+    if (L == 0 && kHardwareGather && W >= 4 && (how == Strategy::automatic || how == Strategy::gather) &&
+        static_cast<std::uint64_t>(a.token_offset[a.n_reports]) < (std::uint64_t(1) << 30)) {
+      // Measured on the main job's 3..6-token reports (Xeon, avx512 f64): see README, Performance.
+      ragged_gather(a, n, kmax, tile);
+    } else if (L == 0 || how == Strategy::tokens) {
       ragged(a, n, kmax, tile);
     } else if (how == Strategy::gather && gather_ok) {
       uniform_dispatch<Strategy::gather>(a, n, L, kmax, tile);
