@@ -117,9 +117,17 @@ void check_weights(const ReportBatch& batch, const WeightBlock& w, const std::st
   const std::size_t n = batch.n_tokens();
   for (std::uint32_t h = 0; h <= w.heads; ++h) {
     const double* row = w.rows[h].data();
-    bool bad = false;
-    for (std::size_t t = 0; t < n; ++t) bad |= !(row[t] >= 0.0 && row[t] <= 1.7976931348623157e308);
-    if (!bad) continue;
+    // Bit 63 set iff some weight is Inf/NaN ((exponent + 1 unit) carries into the sign) or
+    // negative other than -0.0 ((u - 1) & u keeps the sign bit only for u > 0x8000...0): integer
+    // ops only, so it vectorises at the baseline ISA (the float compare did not: 10 % of the main job).
+    constexpr std::uint64_t kExp = 0x7FF0000000000000ull, kUnit = 0x0010000000000000ull;
+    std::uint64_t acc = 0;
+    for (std::size_t t = 0; t < n; ++t) {
+      std::uint64_t u;
+      std::memcpy(&u, row + t, sizeof u);
+      acc |= ((u & kExp) + kUnit) | ((u - 1) & u);
+    }
+    if (!(acc >> 63)) continue;
     for (std::size_t r = 0; r < batch.n_reports(); ++r)
       for (auto t = batch.token_offset[r]; t < batch.token_offset[r + 1]; ++t)
         if (!(row[t] >= 0.0 && row[t] <= 1.7976931348623157e308)) {

@@ -292,25 +292,27 @@ struct K {
     alignas(64) I idx[kShuffleMax * W];
     alignas(64) T lenv[W];
     for (std::size_t r0 = 0; r0 < n; r0 += W) {
-      std::size_t longest = 0;
+      std::size_t longest = 0, b[W], len[W];
       for (std::size_t i = 0; i < W; ++i) {
-        const std::size_t b = static_cast<std::size_t>(a.token_offset[r0 + i]);
-        const std::size_t len = static_cast<std::size_t>(a.token_offset[r0 + i + 1]) - b;
-        longest = len > longest ? len : longest;
-        lenv[i] = T(len < kShuffleMax ? len : kShuffleMax);
-        for (std::size_t t = 0; t < kShuffleMax; ++t) idx[t * W + i] = static_cast<I>(t < len ? b + t : len ? b : 0);
+        b[i] = static_cast<std::size_t>(a.token_offset[r0 + i]);
+        len[i] = static_cast<std::size_t>(a.token_offset[r0 + i + 1]) - b[i];
+        longest = len[i] > longest ? len[i] : longest;
+        lenv[i] = T(len[i] < kShuffleMax ? len[i] : kShuffleMax);
       }
-      const B len = B::load_aligned(lenv);
+      if (longest <= kShuffleMax)
+        for (std::size_t t = 0; t < longest; ++t)
+          for (std::size_t i = 0; i < W; ++i) idx[t * W + i] = static_cast<I>(t < len[i] ? b[i] + t : len[i] ? b[i] : 0);
+      const B lens = B::load_aligned(lenv);
       bool done = false;
       switch (longest) {
-        case 1: done = ragged_registers_axes<1>(a, r0, idx, len); break;
-        case 2: done = ragged_registers_axes<2>(a, r0, idx, len); break;
-        case 3: done = ragged_registers_axes<3>(a, r0, idx, len); break;
-        case 4: done = ragged_registers_axes<4>(a, r0, idx, len); break;
-        case 5: done = ragged_registers_axes<5>(a, r0, idx, len); break;
-        case 6: done = ragged_registers_axes<6>(a, r0, idx, len); break;
-        case 7: done = ragged_registers_axes<7>(a, r0, idx, len); break;
-        case 8: done = ragged_registers_axes<8>(a, r0, idx, len); break;
+        case 1: done = ragged_registers_axes<1>(a, r0, idx, lens); break;
+        case 2: done = ragged_registers_axes<2>(a, r0, idx, lens); break;
+        case 3: done = ragged_registers_axes<3>(a, r0, idx, lens); break;
+        case 4: done = ragged_registers_axes<4>(a, r0, idx, lens); break;
+        case 5: done = ragged_registers_axes<5>(a, r0, idx, lens); break;
+        case 6: done = ragged_registers_axes<6>(a, r0, idx, lens); break;
+        case 7: done = ragged_registers_axes<7>(a, r0, idx, lens); break;
+        case 8: done = ragged_registers_axes<8>(a, r0, idx, lens); break;
         default: break;
       }
       if (!done) ragged_group(a, r0, kmax, tile);
