@@ -1,6 +1,7 @@
 // Property tests: the engine against a straightforward reference on random report sets, and
 // the engine's promises (determinism across threads and chunk sizes, SIMD levels, f32).
 #include <catch2/catch.hpp>
+#include <limits>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -313,12 +314,19 @@ TEST_CASE("a weighting that returns NaN or a negative weight is refused, naming 
     }
   };
   const std::string path = testutil::source_path("data/qkv-multihead-report-scenarios.csv");
-  for (double v : {std::nan(""), -0.25, HUGE_VAL}) {
+  for (double v : {std::nan(""), -0.25, HUGE_VAL, -HUGE_VAL, -std::numeric_limits<double>::denorm_min(), -1e308}) {
     Setup s = open(path, std::string(kSeedAxes));
     Bad bad(v);
     Collect c;
     CHECK_THROWS_WITH(run(*s.source, bad, s.axes, RunOptions{}, {&c}),
                       Catch::Contains("scenario 'bad_design'") && Catch::Contains("head2 weight of token 3") &&
                           Catch::Contains("report 'maint_code_guard'"));
+  }
+  // Zeros of either sign, 1e100 and the smallest subnormal are weights (>= 0, finite).
+  for (double v : {0.0, -0.0, 1e100, std::numeric_limits<double>::denorm_min()}) {
+    Setup s = open(path, std::string(kSeedAxes));
+    Bad fine(v);
+    Collect c;
+    CHECK_NOTHROW(run(*s.source, fine, s.axes, RunOptions{}, {&c}));
   }
 }
