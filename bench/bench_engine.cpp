@@ -3,12 +3,14 @@
 // best level, and the per-scenario summary — the README's main job. Counter: (report, scenario)
 // groups per second of wall time.
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 #include <oneapi/tbb/info.h>
 
 #include "headsep/plugin_host.hpp"
 #include "headsep/profile.hpp"
 #include "headsep/run.hpp"
 #include "headsep/summary.hpp"
+#include "profile/profiler_impl.hpp"
 
 using namespace headsep;
 
@@ -42,6 +44,13 @@ void BM_end_to_end(benchmark::State& state) {
   opt.precision = state.range(3) ? Precision::f32 : Precision::f64;
   std::uint64_t groups = 0;
   const auto profile = state.range(4);
+  // Process CPU time (all threads): steadier than wall time on a shared machine.
+  auto cpu_now = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  };
+  const double cpu0 = cpu_now();
   for (auto _ : state) {
     Summary summary(RunInfo{axes.names(), weights->heads()});
     ProfileOptions po;
@@ -53,6 +62,7 @@ void BM_end_to_end(benchmark::State& state) {
     benchmark::DoNotOptimize(summary.groups());
   }
   state.counters["groups_per_s"] = benchmark::Counter(double(groups), benchmark::Counter::kIsRate);
+  state.counters["cpu_s_per_run"] = (cpu_now() - cpu0) / double(state.iterations());
   state.SetLabel(weighting + " " + std::string(to_string(opt.simd)) + (state.range(3) ? " f32" : " f64") +
                  (profile == 1 ? " profile" : profile == 2 ? " profile+trace" : ""));
 }
@@ -69,7 +79,26 @@ void args(benchmark::internal::Benchmark* b) {
     for (int p : {0, 1, 2}) b->Args({t, 0, 0, 0, p});
 }
 
+// The profiler's cost per stage transition (what --profile adds per stage of every batch): one
+// StageTimer::to() = thread-CPU clock read + wall clock read under two stage locks (+ trace event).
+void BM_stage_lap(benchmark::State& state) {
+  ProfileOptions po;
+  po.trace = state.range(0) != 0;
+  Profiler prof(po);
+  prof.impl().begin_run({1, true, false, "", "", {}});
+  std::uint64_t batch = 0;
+  for (auto _ : state) {
+    prof::StageTimer t(&prof, batch++ & 1023);  // trace: stays within the first 1024 batches
+    t.to(prof::kGenerate);
+    t.to(prof::kAxes);
+    t.to(prof::kKernels);
+    t.to(prof::kValidate);
+  }
+  state.SetItemsProcessed(state.iterations() * 4);
+}
+
 }  // namespace
 
+BENCHMARK(BM_stage_lap)->Arg(0)->Arg(1);
 BENCHMARK(BM_end_to_end)->ArgNames({"threads", "tokens", "weighting", "f32", "profile"})->Apply(args)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();
