@@ -3,6 +3,7 @@
 // issue's shapes, GFLOP/s against the measured fp32 peak. Needs the model:
 //   bench_model --model "$(bash scripts/fetch_model.sh)"   (or HEADSEP_MODEL_DIR)
 #include <benchmark/benchmark.h>
+#include <cblas.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "headsep/bert.hpp"
 #include "headsep/kernels.hpp"
 #include "headsep/wordpiece.hpp"
+#include "kernels/attention_simd.hpp"
 
 namespace {
 
@@ -57,6 +59,39 @@ void BM_wordpiece(benchmark::State& state) {
   state.SetLabel(state.range(0) ? "accents+Korean" : "English ops reports");
 }
 BENCHMARK(BM_wordpiece)->Arg(0)->Arg(1);
+
+// The encoder's four products per layer (tokens x K x N: QKV 384x1152, output 384x384, FFN
+// 384x1536 and 1536x384 for MiniLM), 512 tokens as one group: the packed-panel kernel the model
+// uses vs OpenBLAS sgemm (single-threaded, as it runs inside oneTBB tasks). Which is faster
+// decides the GEMM backend; bench/model_peers.py measures the whole forward against torch.
+void gemm_args(benchmark::internal::Benchmark* b) {
+  for (auto kn : {std::pair{384, 1152}, {384, 384}, {384, 1536}, {1536, 384}}) b->Args({512, kn.first, kn.second});
+}
+
+void BM_gemm_panel(benchmark::State& state) {
+  const std::size_t M = state.range(0), K = state.range(1), N = state.range(2);
+  std::vector<float> x(M * K, 0.5f), w(K * N, 0.25f), bias(N, 0.1f), c(M * N);
+  auto packed = headsep::kernels::pack_panels(w.data(), K, N, bias.data());
+  const auto level = headsep::default_level();
+  for (auto _ : state) {
+    headsep::kernels::project_rows(level, x.data(), K, M, K, packed.get(), N, c.data(), N);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(M * K * N), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_gemm_panel)->Apply(gemm_args);
+
+void BM_gemm_openblas(benchmark::State& state) {
+  const int M = int(state.range(0)), K = int(state.range(1)), N = int(state.range(2));
+  std::vector<float> x(std::size_t(M) * K, 0.5f), w(std::size_t(K) * N, 0.25f), c(std::size_t(M) * N);
+  openblas_set_num_threads(1);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, x.data(), K, w.data(), N, 0.0f, c.data(), N);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(M) * K * N, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_gemm_openblas)->Apply(gemm_args);
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 
 #include "headsep/plugin_sdk.hpp"
 #include "text_reports.hpp"
+#include "text_util.hpp"  // the core's UTF-8 check (a built-in plugin, linked with the core)
 
 namespace {
 
@@ -23,28 +24,7 @@ struct Record {
   std::string id, text, scenario;
 };
 
-bool valid_utf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  std::size_t i = 0, n = s.size();
-  while (i < n) {
-    const unsigned c = p[i];
-    if (c < 0x80) { ++i; continue; }
-    std::size_t len;
-    std::uint32_t cp, min;
-    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07, min = 0x10000;
-    else return false;
-    if (i + len > n) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
-  }
-  return true;
-}
+bool valid_utf8(std::string_view s) { return !headsep::find_invalid_utf8(s); }
 
 class TextGenerator final : public ScenarioGenerator {
  public:

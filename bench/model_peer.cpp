@@ -1,0 +1,121 @@
+// headsep's side of bench/model_peers.py: the BERT forward pass plus every head metric (every
+// layer, every head and pair, contexts on one axis) over a file of token ids, reports of equal
+// length in batches, batches in parallel on oneTBB with --threads workers.
+//   model_peer --model DIR --ids FILE --n TOKENS --batch B --threads T [--repeat K] [--hidden OUT]
+// FILE: uint32 little-endian ids, reports back to back. Prints one JSON line: seconds (best of
+// K runs), tokens/s, GFLOP/s of the forward (flops() of bert.hpp), the fp32 peak per core.
+// --hidden OUT writes the last hidden state of report 0 (n x hidden f32) for the peer to compare.
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "headsep/attention.hpp"
+#include "headsep/bert.hpp"
+#include "headsep/kernels.hpp"
+
+using namespace headsep;
+
+int main(int argc, char** argv) {
+  std::string model_dir, ids_file, hidden_file;
+  std::size_t n = 0, batch = 1, repeat = 3;
+  unsigned threads = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--model") model_dir = v;
+    else if (k == "--ids") ids_file = v;
+    else if (k == "--n") n = std::stoul(v);
+    else if (k == "--batch") batch = std::stoul(v);
+    else if (k == "--threads") threads = static_cast<unsigned>(std::stoul(v));
+    else if (k == "--repeat") repeat = std::stoul(v);
+    else if (k == "--hidden") hidden_file = v;
+    else {
+      std::cerr << "model_peer: unknown option " << k << "\n";
+      return 2;
+    }
+  }
+  if (model_dir.empty() || ids_file.empty() || n == 0 || batch == 0) {
+    std::cerr << "usage: model_peer --model DIR --ids FILE --n TOKENS --batch B --threads T [--repeat K] [--hidden OUT]\n";
+    return 2;
+  }
+  try {
+    const BertModel m = BertModel::load(model_dir);
+    std::ifstream in(ids_file, std::ios::binary | std::ios::ate);
+    if (!in) throw std::runtime_error(ids_file + ": cannot open");
+    const std::size_t bytes = static_cast<std::size_t>(in.tellg());
+    std::vector<std::uint32_t> ids(bytes / 4);
+    in.seekg(0);
+    in.read(reinterpret_cast<char*>(ids.data()), static_cast<std::streamsize>(ids.size() * 4));
+    const std::size_t reports = ids.size() / n, batches = (reports + batch - 1) / batch;
+    const auto& c = m.config();
+    const std::size_t L = c.layers, H = c.heads, H1 = H + 1, P = H * (H - 1) / 2;
+    std::vector<float> axis(ids.size());
+    for (std::size_t t = 0; t < axis.size(); ++t) axis[t] = static_cast<float>(t % 3);
+    const SimdLevel level = default_level();
+    tbb::global_control gc(tbb::global_control::max_allowed_parallelism, threads);
+    struct Scratch {
+      BertScratch bert;
+      std::vector<std::vector<double>> ctx, hs, ps;
+      std::vector<BertLayerOut> outs;
+      std::vector<std::uint64_t> off;
+    };
+    tbb::enumerable_thread_specific<Scratch> tls;
+    double sum = 0;  // every metric is read, so none is optimised away
+    auto one_run = [&] {
+      tbb::parallel_for(std::size_t(0), batches, [&](std::size_t bi) {
+        Scratch& s = tls.local();
+        const std::size_t r0 = bi * batch, R = std::min(batch, reports - r0);
+        s.off.resize(R + 1);
+        for (std::size_t r = 0; r <= R; ++r) s.off[r] = (r0 + r) * n;
+        s.ctx.resize(L), s.hs.resize(L), s.ps.resize(L), s.outs.resize(L);
+        for (std::size_t l = 0; l < L; ++l) {
+          s.ctx[l].resize(H1 * R), s.hs[l].resize(H1 * kHeadStats * R), s.ps[l].resize(P * kPairStats * R);
+          s.outs[l].context = s.ctx[l].data(), s.outs[l].head_stats = s.hs[l].data();
+          s.outs[l].pair_stats = s.ps[l].data(), s.outs[l].stride = R;
+        }
+        const float* ax[1] = {axis.data()};
+        m.forward(ids.data(), s.off.data(), R, 1, ax, level, s.outs, nullptr, s.bert);
+      });
+    };
+    double best = 1e300;
+    for (std::size_t k = 0; k < repeat; ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      one_run();
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    for (auto& s : tls)
+      for (auto& v : s.hs)
+        for (double x : v) sum += x;
+    std::vector<std::uint64_t> all_off(reports + 1);
+    for (std::size_t r = 0; r <= reports; ++r) all_off[r] = r * n;
+    const double gflop = m.flops(all_off.data(), reports) * 1e-9;
+    if (!hidden_file.empty()) {
+      std::vector<float> hidden(n * c.hidden);
+      std::vector<std::vector<double>> ctx(L, std::vector<double>(H1)), hs(L, std::vector<double>(H1 * kHeadStats)),
+          ps(L, std::vector<double>(P * kPairStats));
+      std::vector<BertLayerOut> outs(L);
+      for (std::size_t l = 0; l < L; ++l)
+        outs[l].context = ctx[l].data(), outs[l].head_stats = hs[l].data(), outs[l].pair_stats = ps[l].data(), outs[l].stride = 1;
+      const std::uint64_t off[2] = {0, n};
+      const float* ax[1] = {axis.data()};
+      BertScratch s;
+      m.forward(ids.data(), off, 1, 1, ax, level, outs, hidden.data(), s);
+      std::ofstream(hidden_file, std::ios::binary).write(reinterpret_cast<const char*>(hidden.data()),
+                                                         static_cast<std::streamsize>(hidden.size() * sizeof(float)));
+    }
+    std::printf("{\"seconds\": %.6f, \"tokens_per_s\": %.1f, \"gflops\": %.2f, \"peak_per_core\": %.1f, \"simd\": \"%s\", \"check\": %.6g}\n",
+                best, double(reports * n) / best, gflop / best, measure_fp32_peak_gflops(),
+                std::string(to_string(level)).c_str(), sum);
+  } catch (const std::exception& e) {
+    std::cerr << "model_peer: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
