@@ -16,6 +16,7 @@ namespace {
 constexpr const char* kFont =
     "'DejaVu Sans','Noto Sans','Noto Sans CJK KR','Nanum Gothic','Malgun Gothic','Apple SD Gothic Neo',sans-serif";
 constexpr double kLn2 = 0.69314718055994530942;
+constexpr std::uint32_t kMaxPairLines = 4;  // beyond 4 heads (6 pairs) the lines would hide the markers
 
 // Pixel coordinates with at most two decimals (smaller files, exact enough for a screen).
 std::string px(double v) {
@@ -193,13 +194,13 @@ PlaneDomain plane_domain(const ReportData& d) {
 Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
   const auto& s = d.scenarios[si];
   const std::size_t axes = d.axes.size();
-  const double W = 400, H = 374, L = 64, R = 388, T = 50, B = 262;
+  const double W = 400, L = 64, R = 388, T = 50, B = 262;
   const Scale sx{dom.x.lo, dom.x.hi, L, R}, sy{dom.y.lo, dom.y.hi, B, T};
   Figure f;
   f.id = "seed-plot-" + std::to_string(si);
   f.section = "seed";
   f.title = "The seed's plot: " + s.name;
-  std::string o = svg_open(f.id, "seed-plot", W, H, " data-scenario=\"" + escape(s.name) + "\"");
+  std::string o;  // the <svg> element is opened at the end, when the legend's height is known
   o += "<title>" + escape(f.title) + "</title>\n";
   o += text(8, 18, escape(cut(s.name, 48)), "font-size=\"14\" font-weight=\"bold\" class=\"fig-title\"");
   const bool single = s.count <= 1 || (s.top.size() == 1 && s.count == 1);
@@ -218,7 +219,7 @@ Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
     std::string g = "<g class=\"point-set " + what + "\" data-report=\"" + escape(id) + "\">\n";
     auto X = [&](std::uint32_t h) { return sx(ctx(c, axes, h, 0)); };
     auto Y = [&](std::uint32_t h) { return sy(ctx(c, axes, h, 1)); };
-    for (std::uint32_t i = 1; i <= d.heads; ++i)
+    for (std::uint32_t i = 1; i <= d.heads && d.heads <= kMaxPairLines; ++i)
       for (std::uint32_t j = i + 1; j <= d.heads; ++j)
         g += line(X(i), Y(i), X(j), Y(j),
                   "class=\"separation\" stroke=\"#333\" stroke-dasharray=\"4 3\" stroke-opacity=\"" + px(0.35 + 0.5 * opacity) + "\"");
@@ -260,25 +261,28 @@ Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
     }
   }
   o += labels;
-  // Legend: one row per head, as the seed describes them.
+  // Legend: one entry per head (up to 24), as the seed describes them.
   double lx = 8, ly = 318;
-  for (std::uint32_t h = 0; h <= d.heads && h <= 8; ++h) {
-    const std::string name = head_label(h);
-    const double wdt = 30 + 6.8 * double(name.size());
+  for (std::uint32_t h = 0; h <= d.heads && h <= 24; ++h) {
+    const std::string name = d.heads > 8 && h ? "h" + std::to_string(h) : head_label(h);
+    const double wdt = (d.heads > 8 && h ? 24 : 30) + 6.8 * double(name.size());
     if (lx + wdt > W - 8) lx = 8, ly += 18;
     o += "<g class=\"legend-item\">" + glyph(h, lx + 6, ly - 4, h ? 5 : 4.5, "class=\"legend-marker\"") + "</path>" +
          text(lx + 15, ly, escape(name)) + "</g>\n";
     lx += wdt;
   }
-  if (d.heads > 8) o += text(lx, ly, escape("… " + std::to_string(d.heads - 8) + " more heads"));
+  if (d.heads > 24) o += text(lx, ly, escape("… " + std::to_string(d.heads - 24) + " more"));
   if (d.heads >= 2) {
     ly += 18;
-    o += line(8, ly - 4, 26, ly - 4, "stroke=\"#333\" stroke-dasharray=\"4 3\"");
-    o += text(32, ly, escape(d.heads == 2 ? "distance between the heads = head_separation"
-                                           : "distances between heads; head_separation = their mean"));
+    if (d.heads <= kMaxPairLines) o += line(8, ly - 4, 26, ly - 4, "stroke=\"#333\" stroke-dasharray=\"4 3\"");
+    o += text(d.heads <= kMaxPairLines ? 32 : 8, ly,
+              escape(d.heads == 2 ? "distance between the heads = head_separation"
+                     : d.heads <= kMaxPairLines ? "distances between heads; head_separation = their mean"
+                                                : "head_separation = mean distance over all head pairs (not drawn)"));
   }
-  if (!mean_note.empty()) o += text(8, ly + 18, escape(mean_note), "fill=\"#444\"");
-  f.svg = o + "</svg>\n";
+  if (!mean_note.empty()) ly += 18, o += text(8, ly, escape(mean_note), "fill=\"#444\"");
+  const double H = std::max(374.0, ly + 16);
+  f.svg = svg_open(f.id, "seed-plot", W, H, " data-scenario=\"" + escape(s.name) + "\"") + o + "</svg>\n";
   return f;
 }
 
