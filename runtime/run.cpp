@@ -86,6 +86,7 @@ struct Work {
   // A stage's failure on this batch, raised by the output stage in batch order, so the error a run
   // reports is the first bad batch's whatever the thread count and timing.
   std::exception_ptr error;
+  bool remote = false;  // computed by another process (RunOptions::exchange): only sinks' prepare is left
 };
 
 // Owns every Work, so batches in flight are freed even when a stage throws.
@@ -339,6 +340,8 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     for (const auto* sink : sinks) ps.sink_names.push_back(prof::sink_name(*sink));
     profiler->impl().begin_run(ps);
   }
+  ChunkExchange* const exchange = opt.exchange;  // scale-out (runtime/dist/): null when alone
+  const bool merger = exchange && exchange->merges();
   const auto t0 = Clock::now();
 
   auto resolve_names = [&](Work& w) {
@@ -360,13 +363,34 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
 
   bool input_failed = false;
   auto take_next = [&](oneapi::tbb::flow_control& fc) -> Work* {
-    if (input_failed || exhausted.load(std::memory_order_relaxed) || next_index >= max_chunks) {
+    // A share of a distributed run takes chunks rank, rank + ranks, ... (random access).
+    const std::uint64_t index = exchange && random_access ? exchange->chunk_index(next_index) : next_index;
+    if (input_failed || exhausted.load(std::memory_order_relaxed) || index >= max_chunks) {
       fc.stop();
       return nullptr;
     }
     Work* w = pool.take();
-    w->index = next_index;
-    if (!random_access) {
+    w->index = index;
+    w->remote = false;
+    if (merger) {
+      ChunkExchange::Take t = ChunkExchange::Take::local;
+      try {
+        t = exchange->take(index, source, chunk, w->batch, w->result, w->names);
+        if (t == ChunkExchange::Take::local && !random_access) resolve_names(*w);
+      } catch (...) {  // as below: raised in batch order
+        w->error = std::current_exception();
+        input_failed = true;
+        ++next_index;
+        return w;
+      }
+      if (t == ChunkExchange::Take::end) {
+        exhausted = true;
+        pool.give(w);
+        fc.stop();
+        return nullptr;
+      }
+      w->remote = t == ChunkExchange::Take::remote;
+    } else if (!random_access) {
       bool more = false;
       try {
         try {
@@ -411,6 +435,20 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
 
   auto compute_batch = [&](Work* w) -> Work* {
     prof::StageTimer timer(profiler, w->index);
+    if (w->remote) {  // results computed by another process: the sinks' share is all that is left
+      BatchResult& res = w->result;
+      res.index = w->index;
+      res.batch = &w->batch;
+      res.scenario_names.clear();
+      for (const auto& name : w->names) res.scenario_names.push_back(&name);
+      w->partials.resize(sinks.size());
+      timer.reports(w->batch.n_reports());
+      for (std::size_t s = 0; s < sinks.size(); ++s) {
+        timer.to(prof::prepare(s));
+        sinks[s]->prepare(res, w->partials[s]);
+      }
+      return w;
+    }
     if (random_access) timer.to(prof::kGenerate);
     if (random_access && !source.fill(w->index, chunk, w->batch)) {
       w->batch.clear();
@@ -539,7 +577,8 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
   // End of stream: a source that declared its number of reports must have delivered exactly that
   // many, or the outputs would silently miss reports. Plugin sources check every chunk against
   // the contract and name the plugin; this catches whatever slips past (any source).
-  if (total_hint && stats.reports != total_hint)
+  if (exchange) exchange->finish();
+  if (total_hint && stats.reports != total_hint && (!exchange || merger))
     throw Error("the scenario source delivered " + std::to_string(stats.reports) + " reports but declared " +
                 std::to_string(total_hint) + " (total_reports); the output would be incomplete");
   stats.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

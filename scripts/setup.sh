@@ -9,7 +9,8 @@ packages=(g++ cmake ninja-build pkg-config
   libxsimd-dev xtl-dev libtbb-dev libboost-dev
   catch2 libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libopenblas-dev python3 python3-numpy libutf8proc-dev
-  chromium)  # tests only: the HTML reports are checked in headless Chromium (tests/report/)
+  chromium  # tests only: the HTML reports are checked in headless Chromium (tests/report/)
+  libopenmpi-dev openmpi-bin iproute2)  # scale-out over MPI ranks; iproute2: the two-namespace test
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,6 +18,9 @@ class Profiler;  // headsep/profile.hpp
 
 enum class Precision : std::uint8_t { f64, f32 };
 
+struct BatchResult;
+class ChunkExchange;
+
 struct RunOptions {
   std::size_t chunk_reports = 8192;   ///< reports per batch
   SimdLevel simd = SimdLevel::scalar;
@@ -34,6 +37,8 @@ struct RunOptions {
   std::size_t max_report_bytes = std::size_t(2) << 30;
   /// Where the run's time goes (headsep/profile.hpp), filled when the run returns; null = off.
   Profiler* profiler = nullptr;
+  /// Scale-out (runtime/dist/, MPI): this process shares the run with others. Null: alone.
+  ChunkExchange* exchange = nullptr;
 };
 
 /// Attention maps of the reports a run keeps (RunOptions::keep_maps), one scenario of a batch.
@@ -72,6 +77,29 @@ class ResultSink {
     (void)result, (void)partial;
   }
   virtual void consume(const BatchResult& result, SinkPartial* partial) = 0;
+};
+
+/// Scale-out hook (docs/DISTRIBUTED.md): set by the MPI layer in runtime/dist/. One process, the
+/// merger, runs every chunk through its serial stages in chunk order; chunks computed by other
+/// processes arrive there as finished results, so sinks see exactly what one process would give.
+class ChunkExchange {
+ public:
+  virtual ~ChunkExchange() = default;
+  /// True on the merging process; false on a process that computes a share and forwards it.
+  virtual bool merges() const = 0;
+  /// Random-access sources: global chunk index of this process's n-th batch (a share: rank + n * ranks).
+  virtual std::uint64_t chunk_index(std::uint64_t n) const { return n; }
+  enum class Take : std::uint8_t { local, remote, end };
+  /// Merger, serial input stage, chunks in order. local: compute chunk `index` here (sequential
+  /// sources: `batch` holds it, read by the exchange); remote: `batch` (the parts sinks read),
+  /// `result.metrics`/`dumps` and `names` came from the process that computed it; end: no chunk.
+  virtual Take take(std::uint64_t index, ReportSource& source, std::size_t chunk, ReportBatch& batch,
+                    BatchResult& result, std::vector<std::string>& names) {
+    (void)index, (void)source, (void)chunk, (void)batch, (void)result, (void)names;
+    return Take::local;
+  }
+  /// After the last chunk, when run() succeeds (the merger collects every end mark; a share sends its own).
+  virtual void finish() {}
 };
 
 /// What every output needs to know up front.

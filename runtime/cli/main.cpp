@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -34,6 +35,7 @@
 #include "text_util.hpp"
 #include <oneapi/tbb/info.h>
 #include "profile/scaling.hpp"
+#include "dist.hpp"
 
 namespace headsep {
 extern const std::string_view seed_csv;
@@ -244,12 +246,26 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
     writers.push_back(make_writer(format, *files.back(), info));
     sinks.push_back(writers.back().get());
   };
-  if (!a.per_report.empty()) add_rows(a.per_report, format_from_extension(a.per_report));
-  if (!a.output.empty() || rows_to_stdout) add_rows(a.output, a.format.empty() ? Format::text : parse_format(a.format));
   if (!a.attention.empty()) {
     if (!info.attention)
       throw UsageError("--attention: weighting '" + a.weighting + "' is not an attention scheme (try qkv or positional)");
     opt.keep_maps = parse_keep(a.attention_reports);
+  }
+  // Scale-out (runtime/dist/): several ranks on one node share its cores unless --threads says;
+  // ranks 1..K-1 compute their share and leave every output to rank 0.
+  if (a.threads == 0 && dist::local_size() > 1)
+    opt.threads = std::max(1u, unsigned(oneapi::tbb::info::default_concurrency()) / unsigned(dist::local_size()));
+  if (report && info.attention && !opt.keep_maps) opt.keep_maps = parse_keep(a.attention_reports);
+  const bool full = !a.per_report.empty() || !a.output.empty() || rows_to_stdout || !a.attention.empty() || report;
+  if (dist::size() > 1 && dist::rank() != 0) {
+    dist::serve(*s.source, *s.weighting, s.axes, opt, full);
+    return 0;
+  }
+  std::unique_ptr<ChunkExchange> exchange;
+  if (dist::size() > 1) opt.exchange = (exchange = dist::make_merger(*s.source, full)).get();
+  if (!a.per_report.empty()) add_rows(a.per_report, format_from_extension(a.per_report));
+  if (!a.output.empty() || rows_to_stdout) add_rows(a.output, a.format.empty() ? Format::text : parse_format(a.format));
+  if (!a.attention.empty()) {
     files.push_back(std::make_unique<OutputFile>(a.attention));
     writers_any.push_back(make_attention_writer(*files.back()));
     sinks.push_back(writers_any.back().get());
@@ -425,6 +441,8 @@ int run_cmd(const RunArgs& a) {
   if (!a.per_report.empty()) format_from_extension(a.per_report);
   run_options(a);
   if (a.attention_reports != "first:8") parse_keep(a.attention_reports);
+  if (dist::size() > 1 && a.input == "-")
+    throw UsageError("--input -: standard input reaches rank 0 only; under mpirun give a file every rank can open");
   Setup s = build_setup(a);
   return execute(s, a);
 }
@@ -547,6 +565,11 @@ int info_cmd() {
   std::printf("simd compiled:  %s\n", join_levels(compiled_levels()).c_str());
   std::printf("simd supported: %s\n", join_levels(supported_levels()).c_str());
   std::printf("simd chosen:    %s\n", std::string(to_string(default_level())).c_str());
+  if (dist::compiled())
+    std::printf("mpi:            %s; %d rank%s%s\n", dist::library().c_str(), dist::size(), dist::size() == 1 ? "" : "s",
+                dist::active() ? "" : " (not started by an MPI launcher)");
+  else
+    std::printf("mpi:            not compiled in (one process)\n");
   std::printf("fp32 peak:      %.1f GFLOP/s per core (measured: FMA chains at %s)\n", measure_fp32_peak_gflops(),
               std::string(to_string(default_level())).c_str());
   return 0;
@@ -657,6 +680,9 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  // Under an MPI launcher: every rank runs `run` (rank 0 merges and writes); the other commands
+  // run on rank 0 alone.
+  headsep::dist::init(&argc, &argv);
   install_signal_handlers();
   {
     std::string cl;  // the header of a report says what was run, as a shell would read it back
@@ -672,29 +698,43 @@ int main(int argc, char** argv) {
     }
     ra.command_line = ea.command_line = sa.command_line = cl;
   }
+  // Ranks 1..K-1 write no files: when the launcher stops them (rank 0 failed), they end quietly.
+  if (headsep::dist::rank() != 0)
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL);
+  // A failure on any rank: one message, from rank 0, naming the rank; then every rank stops.
+  auto failed = [](const char* kind, const std::string& what, int code) {
+    const std::string cause = headsep::dist::where() + what;
+    if (headsep::dist::rank() == 0) std::fprintf(stderr, "headsep: %s%s\n", kind, cause.c_str());
+    headsep::dist::fail(cause, code);
+    return code;
+  };
+  const bool lead = headsep::dist::rank() == 0;
   try {
     int rc = 0;
-    if (*example) rc = example_cmd(ea);
-    else if (*sweepc) rc = sweep_cmd(sa, sweep_vary, sweep_json);
+    if (*example) rc = lead ? example_cmd(ea) : 0;
+    else if (*sweepc) rc = lead ? sweep_cmd(sa, sweep_vary, sweep_json) : 0;
     else if (*runc) rc = run_cmd(ra);
-    else if (*scalingc) rc = scaling_cmd(ca, scaling_counts, scaling_json, scaling_check);
-    else if (*pluginsc) rc = plugins_cmd(list_dirs, list_name);
-    else if (*infoc) rc = info_cmd();
+    else if (*scalingc) rc = lead ? scaling_cmd(ca, scaling_counts, scaling_json, scaling_check) : 0;
+    else if (*pluginsc) rc = lead ? plugins_cmd(list_dirs, list_name) : 0;
+    else if (*infoc) rc = lead ? info_cmd() : 0;
     // What went to standard output (rows, the table) must have arrived: a full disk there is an
     // error, not a silent success.
     const int flushed = std::fflush(stdout), err = errno;
     if (flushed != 0 || std::ferror(stdout))
       throw Error(std::string("<stdout>: write failed: ") + (flushed != 0 ? std::strerror(err) : "write error"));
+    headsep::dist::print_stats();
+    headsep::dist::finalize();
     return rc;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "headsep: %s\n", e.what());
-    return 2;
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "headsep: error: out of memory (docs/LIMITS.md)\n");
-    return 1;
-  } catch (const std::exception& e) {
+  } catch (const headsep::dist::RemoteError& e) {  // already names its rank
     std::fprintf(stderr, "headsep: error: %s\n", e.what());
+    headsep::dist::fail(e.what(), 1);
     return 1;
+  } catch (const UsageError& e) {
+    return failed("", e.what(), 2);
+  } catch (const std::bad_alloc&) {
+    return failed("error: ", "out of memory (docs/LIMITS.md)", 1);
+  } catch (const std::exception& e) {
+    return failed("error: ", e.what(), 1);
   }
   return 0;
 }

@@ -4,7 +4,10 @@
 // random access, so both engine paths meet a failure in the middle of a run; a huge `tokens`
 // makes one report that the engine cannot hold under a memory limit. `fail_also` fails a second
 // chunk at once while `fail_at` first sleeps `delay_ms`: the later chunk fails first in time, and
-// the run must still report the earlier one.
+// the run must still report the earlier one. mode=kill: the process kills itself with SIGKILL (a
+// rank of a distributed run dying outright, tests/dist/).
+#include <signal.h>
+
 #include <chrono>
 #include <new>
 #include <string>
@@ -26,7 +29,7 @@ class FailGen final : public ScenarioGenerator {
         delay_ms_(p.get_int("delay_ms")),
         random_(p.get_bool("random_access")),
         mode_(p.get_string("mode")) {
-    if (mode_ != "error" && mode_ != "alloc") throw PluginError("mode must be error or alloc");
+    if (mode_ != "error" && mode_ != "alloc" && mode_ != "kill") throw PluginError("mode must be error, alloc or kill");
   }
   SchemaInfo schema() const override {
     SchemaInfo s;
@@ -41,6 +44,7 @@ class FailGen final : public ScenarioGenerator {
     if (static_cast<std::int64_t>(index) == fail_at_) {
       std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
       if (mode_ == "alloc") throw std::bad_alloc();
+      if (mode_ == "kill") ::raise(SIGKILL);
       throw PluginError("injected failure at chunk " + std::to_string(index));
     }
     const std::uint64_t first = index * max_reports;
@@ -72,7 +76,7 @@ constexpr headsep_param_spec kParams[] = {
     {"fail_also", HEADSEP_PARAM_INT, "-1", "a second chunk that fails, without delay (-1: none)"},
     {"delay_ms", HEADSEP_PARAM_INT, "0", "sleep before failing at fail_at"},
     {"random_access", HEADSEP_PARAM_BOOL, "false", "declare random access (chunks generated on worker threads)"},
-    {"mode", HEADSEP_PARAM_STRING, "error", "error: return an error; alloc: throw std::bad_alloc"},
+    {"mode", HEADSEP_PARAM_STRING, "error", "error: return an error; alloc: throw std::bad_alloc; kill: SIGKILL this process"},
 };
 
 }  // namespace

@@ -1,0 +1,20 @@
+// headsep — the scale-out layer when MPI is not compiled in: one process, always.
+#include "dist.hpp"
+
+namespace headsep::dist {
+
+void init(int*, char***) {}
+void finalize() {}
+bool compiled() noexcept { return false; }
+bool active() noexcept { return false; }
+int rank() noexcept { return 0; }
+int size() noexcept { return 1; }
+int local_size() noexcept { return 1; }
+std::string library() { return {}; }
+std::string where() { return {}; }
+void fail(const std::string&, int) {}
+std::unique_ptr<ChunkExchange> make_merger(const ReportSource&, bool) { return nullptr; }
+void serve(ReportSource&, const Weighting&, const AxisMap&, RunOptions, bool) {}
+void print_stats() {}
+
+}  // namespace headsep::dist

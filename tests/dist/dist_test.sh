@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Scale-out tests (docs/DISTRIBUTED.md): the CLI under mpirun against the same command in one
+# process, byte for byte; failures on any rank; two network namespaces as two hosts.
+# Usage: dist_test.sh CASE HEADSEP FAULT_PLUGIN_DIR SOURCE_DIR
+#   CASE: synthetic | csv | failures | netns
+set -uo pipefail
+case_=$1 H=$2 F=$3 SRC=$4
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
+# The launcher runs as root in CI; one node, any number of ranks. Under AddressSanitizer (build-
+# asan) LeakSanitizer must not count Open MPI's own allocations (tests/dist/lsan-mpi.supp).
+export LSAN_OPTIONS="suppressions=$SRC/tests/dist/lsan-mpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export OMPI_MCA_rmaps_base_oversubscribe=1
+dir=$(mktemp -d)
+cleanup_dir() { rm -rf "$dir"; }
+trap cleanup_dir EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+same() {  # same FILE_A FILE_B WHAT
+  if cmp -s "$1" "$2"; then echo "ok: $3"; else fail "$3: $1 and $2 differ"; cmp "$1" "$2" | head -3 >&2; fi
+}
+mpi() { timeout 60 "${MPIRUN[@]}" "$@"; }
+
+synthetic() {
+  local gen=(run -s ops-reports -w axis-focus -p reports=12000 -p names=true --chunk 500 -q)
+  "$H" "${gen[@]}" --threads 2 --summary "$dir/one.json" --per-report "$dir/one.jsonl" || fail "one process"
+  "$H" "${gen[@]}" --threads 1 --summary "$dir/one-s.json" || fail "one process, summary only"
+  for k in 1 2 3; do
+    mpi -np $k "$H" "${gen[@]}" --threads 1 --summary "$dir/k$k.json" --per-report "$dir/k$k.jsonl" || fail "-np $k"
+    same "$dir/one.json" "$dir/k$k.json" "synthetic summary, -np $k x 1 thread"
+    same "$dir/one.jsonl" "$dir/k$k.jsonl" "synthetic per-report rows, -np $k"
+    mpi -np $k "$H" "${gen[@]}" --threads 2 --summary "$dir/k$k-s.json" || fail "-np $k summary only"
+    same "$dir/one-s.json" "$dir/k$k-s.json" "synthetic summary only, -np $k x 2 threads"
+  done
+  # Attention: head and pair statistics in the summary, maps of chosen reports (--attention).
+  local att=(run -s ops-reports -p reports=700 -p d_model=16 -w qkv -p heads=3 --chunk 64 -q --attention-reports index:3,130,641)
+  "$H" "${att[@]}" --summary "$dir/a1.json" --attention "$dir/a1.jsonl" --format csv -o "$dir/a1.csv" || fail "attention, one process"
+  mpi -np 3 "$H" "${att[@]}" --threads 1 --summary "$dir/a3.json" --attention "$dir/a3.jsonl" --format csv -o "$dir/a3.csv" || fail "attention -np 3"
+  same "$dir/a1.json" "$dir/a3.json" "attention summary, -np 3"
+  same "$dir/a1.jsonl" "$dir/a3.jsonl" "attention maps, -np 3"
+  same "$dir/a1.csv" "$dir/a3.csv" "attention rows, -np 3"
+  # Not launched by mpirun: no MPI at all (the ordinary tests run this way).
+  "$H" info | grep -q "^mpi: .*1 rank (not started by an MPI launcher)" || fail "info without mpirun"
+  mpi -np 2 "$H" info > "$dir/info" || fail "info under mpirun"
+  grep -q "^mpi: .*Open MPI.*2 ranks$" "$dir/info" || fail "info under mpirun -np 2: $(grep mpi "$dir/info")"
+  [ "$(grep -c '^headsep' "$dir/info")" = 1 ] || fail "info printed by more than rank 0"
+}
+
+csv() {
+  python3 "$SRC/tests/dist/make_csv.py" "$dir/in.csv" 1500 || { fail "make_csv"; return; }
+  local run=(run -i "$dir/in.csv" --chunk 37 -q)
+  "$H" "${run[@]}" --threads 2 --summary "$dir/one.json" --per-report "$dir/one.csv" -o "$dir/one.txt" || fail "one process"
+  "$H" "${run[@]}" --threads 2 --summary "$dir/one-s.json" || fail "one process, summary only"
+  for k in 1 2 3; do
+    mpi -np $k "$H" "${run[@]}" --threads 1 --summary "$dir/k$k.json" --per-report "$dir/k$k.csv" -o "$dir/k$k.txt" || fail "-np $k"
+    same "$dir/one.json" "$dir/k$k.json" "CSV summary, -np $k"
+    same "$dir/one.csv" "$dir/k$k.csv" "CSV per-report rows, -np $k"
+    same "$dir/one.txt" "$dir/k$k.txt" "CSV text rows (the seed's format), -np $k"
+    mpi -np $k "$H" "${run[@]}" --summary "$dir/k$k-s.json" || fail "-np $k summary only"
+    same "$dir/one-s.json" "$dir/k$k-s.json" "CSV summary only, -np $k"
+  done
+  # Rows on stdout (the seed's text format) from rank 0 only.
+  "$H" run -i "$dir/in.csv" --chunk 37 > "$dir/one.out" || fail "stdout, one process"
+  mpi -np 2 "$H" run -i "$dir/in.csv" --chunk 37 > "$dir/k2.out" || fail "stdout, -np 2"
+  same "$dir/one.out" "$dir/k2.out" "CSV rows on stdout, -np 2"
+}
+
+# expect_failure NAME CAUSE ARGS...: exit non-zero within the timeout, CAUSE on stderr, no file left.
+expect_failure() {
+  local name=$1 cause=$2
+  shift 2
+  local out="$dir/f"
+  rm -rf "$out" && mkdir -p "$out"
+  local start=$SECONDS
+  timeout 60 "${MPIRUN[@]}" "$@" --summary "$out/s.json" --per-report "$out/rows.jsonl" -q 2> "$dir/err"
+  local rc=$?
+  if [ $rc = 0 ]; then fail "$name: exit status 0"; elif [ $rc = 124 ]; then fail "$name: hung (killed after 60 s)"; fi
+  grep -qF -- "$cause" "$dir/err" || { fail "$name: stderr lacks '$cause'"; sed 's/^/  | /' "$dir/err" >&2; }
+  [ -z "$(ls -A "$out")" ] || fail "$name: left $(ls -A "$out")"
+  echo "ok: $name (exit $rc, $((SECONDS - start)) s)"
+}
+
+failures() {
+  local fg=(--plugin-dir "$F" -s fail-gen --axes "a=x;b=y" -p reports=6000 --chunk 100 --threads 1)
+  expect_failure "plugin error on rank 1's chunk (random access)" "error: rank 1 (" \
+    -np 3 "$H" run "${fg[@]}" -w uniform -p random_access=true -p fail_at=7
+  grep -qF "chunk 7: next_chunk failed: injected failure at chunk 7" "$dir/err" || fail "cause of the rank 1 failure"
+  expect_failure "plugin error on rank 0's chunk (random access)" "error: rank 0 (" \
+    -np 3 "$H" run "${fg[@]}" -w uniform -p random_access=true -p fail_at=9
+  grep -qF "injected failure at chunk 9" "$dir/err" || fail "cause of the rank 0 failure"
+  expect_failure "weighting error on rank 2 (chunk read by rank 0)" "injected failure at report 500" \
+    -np 3 "$H" run "${fg[@]}" -w fail-weighting -p fail_report=500
+  grep -qF "error: rank 2 (" "$dir/err" || fail "the weighting failure names rank 2"
+  python3 "$SRC/tests/dist/make_csv.py" "$dir/bad.csv" 1500 4000 || fail "make_csv"
+  expect_failure "a bad CSV row (rank 0 reads)" "bad.csv:4002: column 'decision_axis': 'oops' is not a finite number" \
+    -np 2 "$H" run -i "$dir/bad.csv" --chunk 37
+  grep -qF "error: rank 0 (" "$dir/err" || fail "the CSV failure names rank 0"
+  expect_failure "rank 1 killed outright (SIGKILL)" "exited on signal 9" \
+    -np 3 "$H" run "${fg[@]}" -w uniform -p random_access=true -p reports=200000 -p fail_at=7 -p mode=kill
+}
+
+netns() {
+  # Two hosts on one machine: network namespaces joined by a veth pair, one rank in each, MPI
+  # over TCP only (no shared memory); mpirun starts the remote rank through `ip netns exec`.
+  if ! command -v ip > /dev/null; then fail "netns: 'ip' (iproute2) is not installed"; return; fi
+  a=hs$$a b=hs$$b va=hs$$va vb=hs$$vb
+  local net=10.$((RANDOM % 200 + 20)).$((RANDOM % 250)).
+  # Deleting a namespace deletes the veth end inside it, and with it the pair.
+  ns_cleanup() { ip netns del "$a" 2> /dev/null; ip netns del "$b" 2> /dev/null; cleanup_dir; }
+  trap ns_cleanup EXIT
+  if ! err=$(ip netns add "$a" 2>&1); then
+    fail "netns: cannot create a network namespace ($err): this test needs root or CAP_NET_ADMIN and CAP_SYS_ADMIN"
+    return
+  fi
+  ip netns add "$b" && ip link add "$va" type veth peer name "$vb" && ip link set "$va" netns "$a" &&
+    ip link set "$vb" netns "$b" && ip -n "$a" addr add "${net}1/24" dev "$va" && ip -n "$b" addr add "${net}2/24" dev "$vb" &&
+    ip -n "$a" link set "$va" up && ip -n "$b" link set "$vb" up && ip -n "$a" link set lo up && ip -n "$b" link set lo up ||
+    { fail "netns: setting up the veth pair failed"; return; }
+  # plm_rsh_agent: called as AGENT HOST COMMAND...; runs the command in HOST's namespace.
+  cat > "$dir/agent" << EOF
+#!/bin/sh
+host=\$1; shift
+case "\$host" in ${net}2) ns=$b ;; *) ns=$a ;; esac
+exec ip netns exec "\$ns" /bin/sh -c "\$*"
+EOF
+  chmod +x "$dir/agent"
+  printf '%s slots=1\n%s slots=1\n' "${net}1" "${net}2" > "$dir/hosts"
+  local gen=(run -s ops-reports -w axis-focus -p reports=6000 --chunk 500 -q --threads 1)
+  "$H" "${gen[@]}" --summary "$dir/one.json" --per-report "$dir/one.jsonl" || fail "netns: one process"
+  python3 "$SRC/tests/dist/make_csv.py" "$dir/in.csv" 600 || fail "make_csv"
+  "$H" run -i "$dir/in.csv" --chunk 37 -q --summary "$dir/csv1.json" || fail "netns: one process (CSV)"
+  local over=(timeout 60 ip netns exec "$a" mpirun --allow-run-as-root --hostfile "$dir/hosts" -np 2
+    --mca plm_rsh_agent "$dir/agent" --mca pml ob1 --mca btl tcp,self
+    --mca btl_tcp_if_include "${net}0/24" --mca oob_tcp_if_include "${net}0/24" -x LSAN_OPTIONS)
+  "${over[@]}" sh -c 'echo "$OMPI_COMM_WORLD_RANK $(ip -o -4 addr show | grep -o "inet [0-9.]*" | grep -v 127.0.0.1)"' \
+    > "$dir/where" || fail "netns: mpirun across namespaces"
+  sort "$dir/where" | tr '\n' ' ' | grep -q "^0 inet ${net}1 1 inet ${net}2 $" ||
+    fail "netns: ranks not one per namespace: $(cat "$dir/where")"
+  HEADSEP_MPI_STATS=1 "${over[@]}" "$H" "${gen[@]}" --summary "$dir/two.json" --per-report "$dir/two.jsonl" 2> "$dir/err" ||
+    { fail "netns: the run across namespaces"; cat "$dir/err" >&2; }
+  same "$dir/one.json" "$dir/two.json" "summary, two namespaces over TCP"
+  same "$dir/one.jsonl" "$dir/two.jsonl" "per-report rows, two namespaces over TCP"
+  grep -q "rank 1 of 2 sent [1-9]" "$dir/err" || fail "netns: rank 1 sent nothing? $(cat "$dir/err")"
+  "${over[@]}" "$H" run -i "$dir/in.csv" --chunk 37 -q --summary "$dir/csv2.json" || fail "netns: CSV across namespaces"
+  same "$dir/csv1.json" "$dir/csv2.json" "CSV summary, two namespaces over TCP"
+}
+
+"$case_"
+[ $fails = 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
