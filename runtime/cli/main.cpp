@@ -435,7 +435,10 @@ int model_cmd(const RunArgs& a) {
 }
 
 int run_cmd(const RunArgs& a) {
-  if (!a.model.empty()) return model_cmd(a);
+  if (!a.model.empty()) {
+    if (dist::size() > 1) throw UsageError("--model runs in one process (its pipeline is not sharded over MPI ranks): run it without mpirun");
+    return model_cmd(a);
+  }
   // Usage errors before any plugin is loaded or file touched.
   if (!a.format.empty()) parse_format(a.format);
   if (!a.per_report.empty()) format_from_extension(a.per_report);

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Scale-out on one machine (docs/DISTRIBUTED.md): the same run as 1 process x 1 thread,
+# 1 process x 2 threads, and mpirun -np 1|2 x 1 thread, for a summary run and a per-report run;
+# best of REPEAT wall times, the bytes each rank sends (HEADSEP_MPI_STATS=1), and a check that
+# every configuration wrote the same bytes. Quote the CPU and the load with the numbers.
+# Usage: bench/dist_scaling.sh [REPORTS=4000000] [ROW_REPORTS=500000] [REPEAT=3]
+#   REPORTS for the summary run, ROW_REPORTS for the per-report run (CSV rows in /dev/shm).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+H=${HEADSEP:-$here/build/headsep}
+reports=${1:-4000000} row_reports=${2:-500000} repeat=${3:-3}
+out=$(mktemp -d /dev/shm/headsep-dist.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+
+echo "# $(lscpu | grep 'Model name' | sed 's/  */ /g'); $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# ops-reports x 3 scenarios (axis-focus): summary run ${reports} reports, per-report run ${row_reports}; best of ${repeat}"
+echo "# wall s (CPU s = user + sys of every process)"
+best() {  # best TAG CMD...: "wall cpu" of the run with the best wall time
+  local tag=$1 b="999999 0" t
+  shift
+  for _ in $(seq "$repeat"); do
+    /usr/bin/time -o "$out/time" -f "%e %U %S" "$@" > /dev/null 2> "$out/$tag.err"
+    t=$(awk '{printf "%s %.2f", $1, $2 + $3}' "$out/time")
+    b=$(python3 -c "a, c = '$b'.split(), '$t'.split(); print(' '.join(c if float(c[0]) < float(a[0]) else a))")
+  done
+  echo "$b"
+}
+for kind in summary per-report; do
+  extra=(--summary "$out/S.json")
+  n=$reports
+  [ $kind = per-report ] && extra+=(--per-report "$out/R.csv") && n=$row_reports
+  gen=(run -s ops-reports -w axis-focus -p reports="$n" -q)
+  rm -f "$out"/S.json "$out"/R.csv
+  declare -A t=()
+  ref=""
+  for cfg in "1x1" "1x2" "mpi1x1" "mpi2x1"; do
+    case $cfg in
+      1x1) cmd=("$H" "${gen[@]}" --threads 1) ;;
+      1x2) cmd=("$H" "${gen[@]}" --threads 2) ;;
+      mpi1x1) cmd=("${mpi[@]}" -np 1 "$H" "${gen[@]}" --threads 1) ;;
+      mpi2x1) cmd=("${mpi[@]}" -np 2 -x HEADSEP_MPI_STATS=1 "$H" "${gen[@]}" --threads 1) ;;
+    esac
+    t[$cfg]=$(best "$kind-$cfg" "${cmd[@]}" "${extra[@]}")
+    files=("$out/S.json")
+    [ -f "$out/R.csv" ] && files+=("$out/R.csv")
+    sum=$(cat "${files[@]}" | md5sum | cut -c1-12)
+    [ -z "$ref" ] && ref=$sum
+    [ "$sum" = "$ref" ] || echo "!! $kind $cfg: output differs from 1x1"
+    read -r wall cpu <<< "${t[$cfg]}"
+    printf '%-10s %-7s %8.2f s wall %8.2f s CPU  (output %s)\n' "$kind" "$cfg" "$wall" "$cpu" "$sum"
+    t[$cfg]=$wall
+  done
+  grep -h "headsep: mpi:" "$out/$kind-mpi2x1.err" | sed 's/^/    /'
+  python3 -c "
+t1, t2, m1, m2 = ${t[1x1]}, ${t[1x2]}, ${t[mpi1x1]}, ${t[mpi2x1]}
+print(f'    speed-up over 1x1: 1 rank x 2 threads {t1/t2:.2f}x, 2 ranks x 1 thread {t1/m2:.2f}x (mpirun -np 1: {t1/m1:.2f}x)')"
+done
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
