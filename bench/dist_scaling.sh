@@ -3,18 +3,21 @@
 # 1 process x 2 threads, and mpirun -np 1|2 x 1 thread, for a summary run and a per-report run;
 # best of REPEAT wall times, the bytes each rank sends (HEADSEP_MPI_STATS=1), and a check that
 # every configuration wrote the same bytes. Quote the CPU and the load with the numbers.
-# Usage: bench/dist_scaling.sh [REPORTS=4000000] [ROW_REPORTS=500000] [REPEAT=3]
-#   REPORTS for the summary run, ROW_REPORTS for the per-report run (CSV rows in /dev/shm).
+# Usage: bench/dist_scaling.sh [REPORTS=4000000] [ROW_REPORTS=500000] [REPEAT=3] [ATT_REPORTS=40000]
+#   REPORTS for the summary run, ROW_REPORTS for the per-report run (CSV rows in /dev/shm),
+#   ATT_REPORTS for a summary run of an attention scheme (qkv, d_model 64, 4 heads: ~100x the
+#   computing per report, the kind of run a cluster is for).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 H=${HEADSEP:-$here/build/headsep}
-reports=${1:-4000000} row_reports=${2:-500000} repeat=${3:-3}
+reports=${1:-4000000} row_reports=${2:-500000} repeat=${3:-3} att_reports=${4:-40000}
 out=$(mktemp -d /dev/shm/headsep-dist.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 
 echo "# $(lscpu | grep 'Model name' | sed 's/  */ /g'); $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# ops-reports x 3 scenarios (axis-focus): summary run ${reports} reports, per-report run ${row_reports}; best of ${repeat}"
+echo "# ops-reports x 3 scenarios (axis-focus): summary run ${reports} reports, per-report run ${row_reports};"
+echo "# attention: ops-reports d_model 64 x qkv 4 heads, summary run ${att_reports} reports; best of ${repeat}"
 echo "# wall s (CPU s = user + sys of every process)"
 best() {  # best TAG CMD...: "wall cpu" of the run with the best wall time
   local tag=$1 b="999999 0" t
@@ -26,11 +29,11 @@ best() {  # best TAG CMD...: "wall cpu" of the run with the best wall time
   done
   echo "$b"
 }
-for kind in summary per-report; do
+for kind in summary per-report attention; do
   extra=(--summary "$out/S.json")
-  n=$reports
-  [ $kind = per-report ] && extra+=(--per-report "$out/R.csv") && n=$row_reports
-  gen=(run -s ops-reports -w axis-focus -p reports="$n" -q)
+  gen=(run -s ops-reports -w axis-focus -p reports="$reports" -q)
+  [ $kind = per-report ] && extra+=(--per-report "$out/R.csv") && gen=(run -s ops-reports -w axis-focus -p reports="$row_reports" -q)
+  [ $kind = attention ] && gen=(run -s ops-reports -p d_model=64 -w qkv -p heads=4 -p reports="$att_reports" -q)
   rm -f "$out"/S.json "$out"/R.csv
   declare -A t=()
   ref=""

@@ -5,10 +5,15 @@
 #   CASE: synthetic | csv | failures | netns
 set -uo pipefail
 case_=$1 H=$2 F=$3 SRC=$4
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe)
-# The launcher runs as root in CI; one node, any number of ranks. Under AddressSanitizer (build-
-# asan) LeakSanitizer must not count Open MPI's own allocations (tests/dist/lsan-mpi.supp).
-export LSAN_OPTIONS="suppressions=$SRC/tests/dist/lsan-mpi.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x LSAN_OPTIONS)
+# The launcher runs as root in CI; one node, any number of ranks.
+# Under AddressSanitizer (scripts/test.sh --sanitize) the processes mpirun starts run without
+# LeakSanitizer; AddressSanitizer and UBSan stay on, and the one-process runs here keep LSan. Open
+# MPI 4.1 does not free its framework state at MPI_Finalize (upstream ships a valgrind suppression
+# file for it): a 20-line program that only initializes, sends 1 MiB and finalizes leaks 3 343
+# allocations (116 KB) per rank, most from components unloaded at finalize, which LSan reports as
+# "<unknown module>" — no suppression can name them, so none would be narrower than this.
+MPI_ENV=(env "LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}detect_leaks=0")
 export OMPI_MCA_rmaps_base_oversubscribe=1
 dir=$(mktemp -d)
 cleanup_dir() { rm -rf "$dir"; }
@@ -18,7 +23,7 @@ fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 same() {  # same FILE_A FILE_B WHAT
   if cmp -s "$1" "$2"; then echo "ok: $3"; else fail "$3: $1 and $2 differ"; cmp "$1" "$2" | head -3 >&2; fi
 }
-mpi() { timeout 60 "${MPIRUN[@]}" "$@"; }
+mpi() { timeout 60 "${MPI_ENV[@]}" "${MPIRUN[@]}" "$@"; }
 
 synthetic() {
   local gen=(run -s ops-reports -w axis-focus -p reports=12000 -p names=true --chunk 500 -q)
@@ -71,7 +76,7 @@ expect_failure() {
   local out="$dir/f"
   rm -rf "$out" && mkdir -p "$out"
   local start=$SECONDS
-  timeout 60 "${MPIRUN[@]}" "$@" --summary "$out/s.json" --per-report "$out/rows.jsonl" -q 2> "$dir/err"
+  timeout 60 "${MPI_ENV[@]}" "${MPIRUN[@]}" "$@" --summary "$out/s.json" --per-report "$out/rows.jsonl" -q 2> "$dir/err"
   local rc=$?
   if [ $rc = 0 ]; then fail "$name: exit status 0"; elif [ $rc = 124 ]; then fail "$name: hung (killed after 60 s)"; fi
   grep -qF -- "$cause" "$dir/err" || { fail "$name: stderr lacks '$cause'"; sed 's/^/  | /' "$dir/err" >&2; }
@@ -132,7 +137,7 @@ EOF
   "$H" "${gen[@]}" --summary "$dir/one.json" --per-report "$dir/one.jsonl" || fail "netns: one process"
   python3 "$SRC/tests/dist/make_csv.py" "$dir/in.csv" 600 || fail "make_csv"
   "$H" run -i "$dir/in.csv" --chunk 37 -q --summary "$dir/csv1.json" || fail "netns: one process (CSV)"
-  local over=(timeout 60 ip netns exec "$a" mpirun --allow-run-as-root --hostfile "$dir/hosts" -np 2
+  local over=(timeout 60 "${MPI_ENV[@]}" ip netns exec "$a" mpirun --allow-run-as-root --hostfile "$dir/hosts" -np 2
     --mca plm_rsh_agent "$dir/agent" --mca pml ob1 --mca btl tcp,self
     --mca btl_tcp_if_include "${net}0/24" --mca oob_tcp_if_include "${net}0/24" -x LSAN_OPTIONS)
   "${over[@]}" sh -c 'echo "$OMPI_COMM_WORLD_RANK $(ip -o -4 addr show | grep -o "inet [0-9.]*" | grep -v 127.0.0.1)"' \
