@@ -31,45 +31,20 @@
 #include "headsep/attention.hpp"
 #include "headsep/error.hpp"
 #include "profile/profiler_impl.hpp"
-
-#if defined(__SANITIZE_THREAD__)
-#define HEADSEP_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define HEADSEP_TSAN 1
-#endif
-#endif
-#ifdef HEADSEP_TSAN
-#include <sanitizer/tsan_interface.h>
-#endif
+#include "tsan_order.hpp"
 
 namespace headsep {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// oneTBB orders the pipeline: one invocation of a serial stage after the other, a batch's stages
-// one after the other, every stage before parallel_pipeline returns (or rethrows). It does so
-// with atomics inside libtbb, which ThreadSanitizer cannot see (Debian's libtbb is not
-// instrumented), so a TSan build reported those orders as races. These annotations state them
-// and nothing more (no two invocations of the parallel stage are ordered); outside TSan builds
-// they compile to nothing.
-#ifdef HEADSEP_TSAN
-inline void tsan_release(const void* p) { __tsan_release(const_cast<void*>(p)); }
-inline void tsan_acquire(const void* p) { __tsan_acquire(const_cast<void*>(p)); }
-#else
-inline void tsan_release(const void*) {}
-inline void tsan_acquire(const void*) {}
-#endif
+// ThreadSanitizer: the pipeline's orders (tsan_order.hpp).
+using tsan::ReleaseOnExit;
+inline void tsan_release(const void* p) { tsan::release(p); }
+inline void tsan_acquire(const void* p) { tsan::acquire(p); }
 // Released by run() once the filters exist; acquired first thing by every stage invocation, before
 // it reads its lambda's captures (a namespace-scope token needs none). Address only.
 const char pipeline_built = 0;
-// Released when a stage invocation ends, normally or by an exception; acquired by run() once
-// the pipeline is over.
-struct ReleaseOnExit {
-  const void* p;
-  ~ReleaseOnExit() { tsan_release(p); }
-};
 
 // Everything one batch needs, recycled through a pool so the steady state allocates little.
 struct Work {

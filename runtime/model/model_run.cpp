@@ -13,11 +13,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "headsep/error.hpp"
+#include "tsan_order.hpp"
 
 namespace headsep {
 namespace {
@@ -33,6 +35,7 @@ struct Item {
   std::uint64_t index = 0;
   std::string scenario;
   Sums sums;
+  std::exception_ptr error;  // a stage's failure, raised by the ordered output stage (the first bad batch wins)
 };
 
 struct Scratch {
@@ -153,63 +156,113 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
 
   const auto t0 = std::chrono::steady_clock::now();
   double flops = 0;
-  tbb::parallel_pipeline(
-      2 * threads,
-      tbb::make_filter<void, std::shared_ptr<Item>>(
-          tbb::filter_mode::serial_in_order,
-          [&](tbb::flow_control& fc) -> std::shared_ptr<Item> {
-            if (done) {
-              fc.stop();
-              return nullptr;
-            }
-            if (chunks && next_index >= chunks) {
-              fc.stop();
-              return nullptr;
-            }
-            auto it = std::make_shared<Item>();
-            it->index = next_index++;
-            if (!random) {
-              if (!source.next(it->batch, chunk)) {
-                done = true;
-                fc.stop();
-                return nullptr;
-              }
-              it->scenario = scenario_of(it->batch, schema);
-            }
-            return it;
-          }) &
-          tbb::make_filter<std::shared_ptr<Item>, std::shared_ptr<Item>>(
-              tbb::filter_mode::parallel,
-              [&](std::shared_ptr<Item> it) -> std::shared_ptr<Item> {
-                if (random && !source.fill(it->index, chunk, it->batch)) return it;  // past the end: empty
-                compute(*it);
-                return it;
-              }) &
-          tbb::make_filter<std::shared_ptr<Item>, void>(
-              tbb::filter_mode::serial_in_order, [&](std::shared_ptr<Item> it) {
-                if (it->sums.reports == 0) {
-                  if (random) done = true;
-                  return;
-                }
-                auto [pos, fresh] = index_of.try_emplace(it->scenario, out.scenarios.size());
-                if (fresh) {
-                  ModelSummary::Scenario sc;
-                  sc.name = it->scenario;
-                  sc.head.assign(it->sums.head.size(), 0.0);
-                  sc.ctx.assign(it->sums.ctx.size(), 0.0);
-                  sc.pair.assign(it->sums.pair.size(), 0.0);
-                  sc.dist.assign(it->sums.dist.size(), 0.0);
-                  out.scenarios.push_back(std::move(sc));
-                }
-                ModelSummary::Scenario& sc = out.scenarios[pos->second];
-                sc.reports += it->sums.reports;
-                sc.tokens += it->sums.tokens;
-                for (std::size_t i = 0; i < sc.head.size(); ++i) sc.head[i] += it->sums.head[i];
-                for (std::size_t i = 0; i < sc.ctx.size(); ++i) sc.ctx[i] += it->sums.ctx[i];
-                for (std::size_t i = 0; i < sc.pair.size(); ++i) sc.pair[i] += it->sums.pair[i];
-                for (std::size_t i = 0; i < sc.dist.size(); ++i) sc.dist[i] += it->sums.dist[i];
-                flops += it->sums.flops;
-              }));
+  std::uint64_t delivered = 0;
+  bool input_failed = false;
+  // ThreadSanitizer tokens (tsan_order.hpp): the filters built, the input and output stages'
+  // invocations, everything any stage did (for what follows the pipeline).
+  static const char built = 0;
+  const char input_order = 0, output_order = 0, all_stages = 0;
+  auto input = [&](tbb::flow_control& fc) -> std::shared_ptr<Item> {
+    if (input_failed || done || (chunks && next_index >= chunks)) {
+      fc.stop();
+      return nullptr;
+    }
+    auto it = std::make_shared<Item>();
+    it->index = next_index++;
+    if (!random) {
+      try {
+        if (!source.next(it->batch, chunk)) {
+          done = true;
+          fc.stop();
+          return nullptr;
+        }
+        it->scenario = scenario_of(it->batch, schema);
+      } catch (...) {
+        // Handed on, not thrown: an earlier batch still computing may fail too and must win.
+        it->error = std::current_exception();
+        input_failed = true;
+      }
+    }
+    return it;
+  };
+  auto work = [&](Item& it) {
+    if (it.error) return;
+    try {
+      if (random && !source.fill(it.index, chunk, it.batch)) return;  // past the end: empty
+      compute(it);
+    } catch (...) {
+      it.error = std::current_exception();
+    }
+  };
+  auto merge = [&](Item& it) {
+    if (it.error) {
+      if (random && done) return;  // a chunk past the end: whether it ran at all depends on timing
+      std::rethrow_exception(it.error);
+    }
+    if (it.sums.reports == 0) {
+      if (random) done = true;
+      return;
+    }
+    delivered += it.sums.reports;
+    auto [pos, fresh] = index_of.try_emplace(it.scenario, out.scenarios.size());
+    if (fresh) {
+      ModelSummary::Scenario sc;
+      sc.name = it.scenario;
+      sc.head.assign(it.sums.head.size(), 0.0);
+      sc.ctx.assign(it.sums.ctx.size(), 0.0);
+      sc.pair.assign(it.sums.pair.size(), 0.0);
+      sc.dist.assign(it.sums.dist.size(), 0.0);
+      out.scenarios.push_back(std::move(sc));
+    }
+    ModelSummary::Scenario& sc = out.scenarios[pos->second];
+    sc.reports += it.sums.reports;
+    sc.tokens += it.sums.tokens;
+    for (std::size_t i = 0; i < sc.head.size(); ++i) sc.head[i] += it.sums.head[i];
+    for (std::size_t i = 0; i < sc.ctx.size(); ++i) sc.ctx[i] += it.sums.ctx[i];
+    for (std::size_t i = 0; i < sc.pair.size(); ++i) sc.pair[i] += it.sums.pair[i];
+    for (std::size_t i = 0; i < sc.dist.size(); ++i) sc.dist[i] += it.sums.dist[i];
+    flops += it.sums.flops;
+  };
+  const auto filters =
+      tbb::make_filter<void, std::shared_ptr<Item>>(tbb::filter_mode::serial_in_order,
+                                                    [&](tbb::flow_control& fc) -> std::shared_ptr<Item> {
+                                                      tsan::acquire(&built);
+                                                      tsan::ReleaseOnExit end{&all_stages};
+                                                      tsan::acquire(&input_order);
+                                                      auto it = input(fc);
+                                                      if (it) tsan::release(it.get());
+                                                      tsan::release(&input_order);
+                                                      return it;
+                                                    }) &
+      tbb::make_filter<std::shared_ptr<Item>, std::shared_ptr<Item>>(tbb::filter_mode::parallel,
+                                                                     [&](std::shared_ptr<Item> it) {
+                                                                       tsan::acquire(&built);
+                                                                       tsan::ReleaseOnExit end{&all_stages};
+                                                                       tsan::acquire(it.get());
+                                                                       work(*it);
+                                                                       tsan::release(it.get());
+                                                                       return it;
+                                                                     }) &
+      tbb::make_filter<std::shared_ptr<Item>, void>(tbb::filter_mode::serial_in_order, [&](std::shared_ptr<Item> it) {
+        tsan::acquire(&built);
+        tsan::ReleaseOnExit end{&all_stages};
+        tsan::acquire(&output_order);
+        tsan::acquire(it.get());
+        merge(*it);
+        tsan::release(&output_order);
+      });
+  tsan::release(&built);
+  try {
+    tbb::parallel_pipeline(2 * threads, filters);
+  } catch (...) {
+    tsan::acquire(&all_stages);
+    throw;
+  }
+  tsan::acquire(&all_stages);
+  // A source that declared its number of reports must deliver exactly that many (as run()).
+  if (source.total_reports() && delivered != source.total_reports())
+    throw Error("the scenario source delivered " + std::to_string(delivered) + " reports but declared " +
+                std::to_string(source.total_reports()) + " (total_reports); the summary would be incomplete");
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.gflop = flops * 1e-9;
   return out;
