@@ -83,8 +83,9 @@ TEST_CASE("a summary-only run's memory does not grow with the number of reports"
                                    "-q", "--threads", "2"});
   INFO("peak RSS: 50k reports " << small << " KiB, 2M reports " << large << " KiB");
   CHECK(large < 2 * small);
-  // 2M reports x ~5 tokens x 3 features held at once would be >= 240 MB.
-  CHECK(large < 120 * 1024);
+  // 2M reports x ~5 tokens x 3 features held at once would add >= 240 MB. The bound is on the
+  // growth, not the total: AddressSanitizer's shadow and quarantine alone put the total near 100 MB.
+  CHECK(large - small < 64 * 1024);
 }
 
 TEST_CASE("no progress bar when stderr is not a terminal", "[engine][progress]") {
