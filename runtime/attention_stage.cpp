@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "headsep/error.hpp"
+#include "headsep/stats.hpp"
 
 namespace headsep {
 namespace {
@@ -249,11 +250,19 @@ void attention_slot(const ReportBatch& b, const Weighting& weighting, std::uint3
   }
   derive_separation(m);
 
-  if (!dump || !opt.keep_maps) return;
+  if (!dump || (!opt.keep_maps && !opt.keep_top_maps)) return;
   *dump = AttentionDump{};
   dump->heads = H;
+  // The slot's top reports: any report in the run's top N is in its batch's top N.
+  std::vector<char> top(opt.keep_top_maps ? n_rep : 0, 0);
+  if (opt.keep_top_maps) {
+    TopK best(opt.keep_top_maps);
+    for (std::size_t r = 0; r < n_rep; ++r)
+      if (!std::isnan(m.separation[r])) best.add(m.separation[r], r);  // NaN: check_results names it
+    for (const auto& [v, r] : best.sorted()) top[r] = 1;
+  }
   for (std::size_t r = 0; r < n_rep; ++r) {
-    if (!opt.keep_maps(b, r)) continue;
+    if (!(opt.keep_top_maps && top[r]) && !(opt.keep_maps && opt.keep_maps(b, r))) continue;
     const std::uint32_t n = static_cast<std::uint32_t>(b.report_length(r));
     std::uint32_t nq = n, q_first = 0;
     if (plan && plan->config().query != QueryMode::all && n) {

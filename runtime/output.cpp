@@ -479,7 +479,8 @@ class CsvWriter final : public RowWriter {
 /// --attention: one JSON line per kept (report, scenario) with its maps and multi-head output.
 class AttentionMapWriter final : public ResultSink {
  public:
-  explicit AttentionMapWriter(OutputFile& out) : out_(out) {}
+  AttentionMapWriter(OutputFile& out, std::function<bool(const ReportBatch&, std::size_t)> only)
+      : out_(out), only_(std::move(only)) {}
   void prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& partial) const override {
     auto f = std::make_unique<Formatted>();
     format(res, f->bytes);
@@ -511,6 +512,7 @@ class AttentionMapWriter final : public ResultSink {
       const AttentionDump& d = res.dumps[j];
       for (std::size_t i = 0; i < d.reports.size(); ++i) {
         const std::size_t r = d.reports[i], n = b.report_length(r), nq = d.n_queries[i];
+        if (only_ && !only_(b, r)) continue;
         s += "{\"report_id\":";
         append_json_string(s, b.report_id(r));
         s += ",\"report_index\":" + std::to_string(b.first_report + r) + ",\"scenario\":";
@@ -537,11 +539,15 @@ class AttentionMapWriter final : public ResultSink {
     }
   }
   OutputFile& out_;
+  std::function<bool(const ReportBatch&, std::size_t)> only_;
 };
 
 }  // namespace
 
-std::unique_ptr<ResultSink> make_attention_writer(OutputFile& out) { return std::make_unique<AttentionMapWriter>(out); }
+std::unique_ptr<ResultSink> make_attention_writer(OutputFile& out,
+                                                  std::function<bool(const ReportBatch&, std::size_t)> only) {
+  return std::make_unique<AttentionMapWriter>(out, std::move(only));
+}
 
 std::unique_ptr<ResultWriter> make_writer(Format format, OutputFile& out, const RunInfo& info) {
   switch (format) {

@@ -441,7 +441,7 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     res.batch = &b;
     res.scenario_names.clear();
     res.metrics.resize(slots);
-    res.dumps.resize(opt.keep_maps ? slots : 0);
+    res.dumps.resize(opt.keep_maps || opt.keep_top_maps ? slots : 0);
     bool projected32 = false;
     if (opt.precision == Precision::f64) axes.project(b, w->axis64);
     else axes.project(b, w->axis32), projected32 = true;
@@ -453,7 +453,7 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
         if (!projected32) axes.project(b, w->axis32), projected32 = true;
         timer.to(prof::kKernels);
         attention_slot(b, weighting, static_cast<std::uint32_t>(j), w->axis32, opt.simd, name, label, w->weights,
-                       w->attention, res.metrics[j], opt, opt.keep_maps ? &res.dumps[j] : nullptr);
+                       w->attention, res.metrics[j], opt, res.dumps.empty() ? nullptr : &res.dumps[j]);
         timer.to(prof::kValidate);
         check_results(b, res.metrics[j], name);
         continue;

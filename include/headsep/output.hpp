@@ -53,7 +53,9 @@ std::unique_ptr<ResultWriter> make_writer(Format format, OutputFile& out, const 
 /// --attention: JSON lines, one per kept (report, scenario) of an attention scheme (see
 /// RunOptions::keep_maps): report_id, report_index, scenario, tokens, queries, the baseline's
 /// map ("single": query rows x keys), every head's ("heads"), and the multi-head output
-/// concat(O_h) W_O + b_O ("output": query rows x d_model) when the scheme has one.
-std::unique_ptr<ResultSink> make_attention_writer(OutputFile& out);
+/// concat(O_h) W_O + b_O ("output": query rows x d_model) when the scheme has one. With `only`,
+/// just the kept reports it accepts (the run may keep more maps for other sinks: keep_top_maps).
+std::unique_ptr<ResultSink> make_attention_writer(
+    OutputFile& out, std::function<bool(const ReportBatch& batch, std::size_t report)> only = {});
 
 }  // namespace headsep

@@ -32,6 +32,10 @@ struct RunOptions {
   /// Attention schemes: reports whose attention maps (and multi-head output) are kept for sinks
   /// (BatchResult::dumps), e.g. for --attention. Called on worker threads; null = none.
   std::function<bool(const ReportBatch& batch, std::size_t report)> keep_maps;
+  /// Attention schemes: also keep the maps of each batch slot's top N reports by head_separation
+  /// (larger first, ties to the smaller index: TopK's order), so a sink can keep the maps of the
+  /// run's top N (report::Collector). 0 = none.
+  std::size_t keep_top_maps = 0;
   /// Attention schemes: a report whose working memory (AttentionPlan::report_bytes) exceeds
   /// this is refused with a message instead of risking an out-of-memory kill.
   std::size_t max_report_bytes = std::size_t(2) << 30;

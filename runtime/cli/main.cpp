@@ -255,7 +255,7 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
   // ranks 1..K-1 compute their share and leave every output to rank 0.
   if (a.threads == 0 && dist::local_size() > 1)
     opt.threads = std::max(1u, unsigned(oneapi::tbb::info::default_concurrency()) / unsigned(dist::local_size()));
-  if (report && info.attention && !opt.keep_maps) opt.keep_maps = parse_keep(a.attention_reports);
+  if (report && info.attention) opt.keep_top_maps = a.top;  // the report's maps: the summary's top (docs/REPORTS.md)
   const bool full = !a.per_report.empty() || !a.output.empty() || rows_to_stdout || !a.attention.empty() || report;
   if (dist::size() > 1 && dist::rank() != 0) {
     dist::serve(*s.source, *s.weighting, s.axes, opt, full);
@@ -267,13 +267,14 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
   if (!a.output.empty() || rows_to_stdout) add_rows(a.output, a.format.empty() ? Format::text : parse_format(a.format));
   if (!a.attention.empty()) {
     files.push_back(std::make_unique<OutputFile>(a.attention));
-    writers_any.push_back(make_attention_writer(*files.back()));
+    writers_any.push_back(make_attention_writer(*files.back(), opt.keep_maps));
     sinks.push_back(writers_any.back().get());
   }
   std::unique_ptr<report::Collector> collector;  // what the report needs beyond the summary
   if (report) {
-    if (info.attention && !opt.keep_maps) opt.keep_maps = parse_keep(a.attention_reports);
-    collector = std::make_unique<report::Collector>(info);
+    report::Limits limits;
+    limits.map_reports = a.top;
+    collector = std::make_unique<report::Collector>(info, limits);
     sinks.push_back(collector.get());
   }
   std::unique_ptr<Summary> summary;

@@ -11,18 +11,12 @@ namespace {
 
 struct Partial : SinkPartial {
   struct Slot {
-    TopK top{0};
+    TopK top{0}, map_top{0};
     std::vector<PlotReport> reports;  // payloads of the batch's top
-    std::vector<AttentionMap> maps;   // kept reports of the batch
+    std::vector<AttentionMap> maps;   // maps of the batch's map_top
   };
   std::vector<Slot> slots;
 };
-
-// Order of kept maps: larger separation first, then smaller report index (a total order, so the
-// maps chosen do not depend on chunking or threads).
-bool before(const AttentionMap& a, const AttentionMap& b) {
-  return a.separation != b.separation ? a.separation > b.separation : a.index < b.index;
-}
 
 AttentionMap cut_map(const BatchResult& res, const AttentionDump& d, std::size_t i, const MetricBlock& m,
                      const Limits& lim) {
@@ -69,7 +63,7 @@ Collector::Collector(RunInfo info, Limits limits) : info_(std::move(info)), limi
 Collector::Kept& Collector::scenario(const std::string& name) {
   auto [it, inserted] = index_.try_emplace(name, scenarios_.size());
   if (inserted) {
-    Kept k{name, 0, {}, {}, TopK(limits_.plot_reports), {}, {}};
+    Kept k{name, 0, {}, {}, TopK(limits_.plot_reports), {}, TopK(limits_.map_reports), {}};
     k.context.resize(std::size_t(info_.heads + 1) * info_.axis_names.size());
     k.pairwise.resize(pair_count(info_.heads));
     scenarios_.push_back(std::move(k));
@@ -92,11 +86,17 @@ void Collector::prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& pa
         for (std::uint32_t c = 0; c < m.axes; ++c) pr.context.push_back(m.ctx(h, c, r));
       slot.reports.push_back(std::move(pr));
     }
-    if (j < res.dumps.size()) {
+    slot.map_top = TopK(limits_.map_reports);
+    if (j < res.dumps.size() && limits_.map_reports) {
+      // The batch's top by the Summary's order; the engine kept their maps (keep_top_maps).
+      for (std::size_t r = 0; r < m.n; ++r) slot.map_top.add(m.separation[r], b.first_report + r);
+      std::vector<std::uint64_t> want;
+      for (const auto& [v, index] : slot.map_top.sorted()) want.push_back(index);
+      std::sort(want.begin(), want.end());
       const auto& d = res.dumps[j];
-      for (std::size_t i = 0; i < d.reports.size(); ++i) slot.maps.push_back(cut_map(res, d, i, m, limits_));
-      std::sort(slot.maps.begin(), slot.maps.end(), before);
-      if (slot.maps.size() > limits_.map_reports) slot.maps.resize(limits_.map_reports);
+      for (std::size_t i = 0; i < d.reports.size(); ++i)
+        if (std::binary_search(want.begin(), want.end(), b.first_report + d.reports[i]))
+          slot.maps.push_back(cut_map(res, d, i, m, limits_));
     }
     p->slots.push_back(std::move(slot));
   }
@@ -120,9 +120,15 @@ void Collector::consume(const BatchResult& res, SinkPartial* partial) {
       for (const auto& [v, index] : s.top.sorted()) keep.emplace(index, std::move(s.reports.at(index)));
       s.reports.swap(keep);
     }
-    for (auto& a : slot.maps) s.maps.push_back(std::move(a));
-    std::sort(s.maps.begin(), s.maps.end(), before);
-    if (s.maps.size() > limits_.map_reports) s.maps.resize(limits_.map_reports);
+    // A map stays while its report is in the top: replaced when the report is evicted.
+    s.map_top.merge(slot.map_top);
+    for (auto& a : slot.maps) s.maps.emplace(a.index, std::move(a));
+    if (!slot.maps.empty()) {
+      std::map<std::uint64_t, AttentionMap> keep;
+      for (const auto& [v, index] : s.map_top.sorted())
+        if (auto it = s.maps.find(index); it != s.maps.end()) keep.emplace(index, std::move(it->second));
+      s.maps.swap(keep);
+    }
   }
 }
 
@@ -176,7 +182,8 @@ ReportData build(const Summary& summary, const Collector& collector, Header head
       for (const auto& mo : k.context) sc.context_mean.push_back(mo.count() ? mo.mean() : 0.0);
       for (const auto& mo : k.pairwise) sc.pair_separation_mean.push_back(mo.count() ? mo.mean() : 0.0);
       for (const auto& [v, index] : k.top.sorted()) sc.top.push_back(k.reports.at(index));
-      sc.maps = k.maps;
+      for (const auto& [v, index] : k.map_top.sorted())  // the Summary's top, in its order
+        if (auto it = k.maps.find(index); it != k.maps.end()) sc.maps.push_back(it->second);
     }
     d.scenarios.push_back(std::move(sc));
   }

@@ -510,7 +510,9 @@ Figure attention_map(const ReportData& d, std::size_t si, std::size_t mi, std::u
   f.id = map_anchor(si, mi, h);
   f.section = "maps";
   f.title = head_label(h) + " · report " + m.id;
-  std::string o = svg_open(f.id, "attention-map", W, H, " data-head=\"" + std::to_string(h) + "\"");
+  std::string o = svg_open(f.id, "attention-map", W, H,
+                           " data-head=\"" + std::to_string(h) + "\" data-report=\"" + escape(m.id) +
+                               "\" data-report-index=\"" + std::to_string(m.index) + "\"");
   o += text(8, 18, escape(cut(f.title, 44)), "font-size=\"13\" font-weight=\"bold\" class=\"fig-title\"");
   std::string sub = cut(s.name, 24) + " · head_separation " + number(m.separation);
   if (m.keys < m.n || m.queries < m.all_queries) sub += " · first " + std::to_string(m.keys) + " of " + std::to_string(m.n) + " tokens";
@@ -746,10 +748,11 @@ std::string html(const ReportData& d, const std::vector<Figure>& figs) {
     std::size_t drawn = 0, kept = 0;
     for (const auto& f : figs) drawn += f.section == "maps";
     for (std::size_t i = 0; i < shown(d); ++i) kept += d.scenarios[i].maps.size();
-    o += "<h3 id=\"maps\">Attention maps of kept reports</h3>\n<p class=\"note\">The reports whose maps the run kept "
-         "(<code>--attention-reports</code>, default the first 8) with the largest head_separation, at most " +
-         std::to_string(d.limits.map_reports) + " per scenario; rows are queries, columns keys.</p>\n";
-    if (kept == 0) o += "<p class=\"note\">No maps were kept in this run.</p>\n";
+    o += "<h3 id=\"maps\">Attention maps of the top reports</h3>\n<p class=\"note\">Per scenario, the " +
+         std::to_string(d.limits.map_reports) +
+         " reports with the largest head_separation over the whole run (the summary's top list, <code>--top</code>), in "
+         "that order; rows are queries, columns keys.</p>\n";
+    if (kept == 0) o += "<p class=\"note\">No maps were kept in this run (<code>--top 0</code>).</p>\n";
     if (drawn < kept * (d.heads + 1))
       o += "<p class=\"warn\">Some kept maps are not drawn: the report holds at most " + count(d.limits.map_cells) +
            " map cells.</p>\n";

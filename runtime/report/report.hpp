@@ -27,7 +27,9 @@ namespace headsep::report {
 struct Limits {
   std::size_t plot_reports = 5;      ///< top reports drawn per scenario in the seed plot
   std::size_t scenarios = 24;        ///< scenarios drawn in detail (the header table lists them all)
-  std::size_t map_reports = 2;       ///< kept reports whose attention maps are drawn, per scenario
+  /// Reports whose attention maps are kept and drawn, per scenario: the top map_reports by
+  /// head_separation, the order of the Summary's top-k (the CLI sets it to --top).
+  std::size_t map_reports = 10;
   std::size_t map_tokens = 32;       ///< queries / keys drawn per map (longer reports are cut, and say so)
   std::size_t map_cells = 60000;     ///< attention-map cells in the whole report
 };
@@ -124,7 +126,9 @@ struct ReportData {
 };
 
 /// The sink that keeps, while a run streams, what the report needs beyond the Summary: context
-/// means, pairwise-separation means, the top-k reports' contexts and kept attention maps.
+/// means, pairwise-separation means, the top-k reports' contexts and the attention maps of the
+/// top Limits::map_reports reports (the engine keeps each batch's top: RunOptions::keep_top_maps;
+/// a map is dropped when its report leaves the top, so at most map_reports maps stay per scenario).
 /// Deterministic like the Summary: per-batch selections on worker threads, merged in batch order
 /// with a total order on (value, report index).
 class Collector final : public ResultSink {
@@ -139,7 +143,8 @@ class Collector final : public ResultSink {
     std::vector<Moments> context, pairwise;
     TopK top;
     std::map<std::uint64_t, PlotReport> reports;  ///< payloads of (a superset of) the top
-    std::vector<AttentionMap> maps;
+    TopK map_top;                                  ///< the top map_reports (the Summary's order)
+    std::map<std::uint64_t, AttentionMap> maps;    ///< maps of the reports in map_top
   };
   const std::vector<Kept>& scenarios() const noexcept { return scenarios_; }
   const RunInfo& info() const noexcept { return info_; }

@@ -319,7 +319,7 @@ def main():
         check(len(qs) == 9, "100k run: p10/p50/p90 marked in every row")
         els = doms[att]
         maps = [e for e in els if e["tag"] == "svg" and "attention-map" in classes(e)]
-        check(len(maps) == 2 * 5, f"attention run: maps for 2 kept reports x (baseline + 4 heads) ({len(maps)})")
+        check(len(maps) == 10 * 5, f"attention run: maps for the top 10 reports x (baseline + 4 heads) ({len(maps)})")
         toks = [e["text"] for e in els if e["svg"] == "map-0-0-h1" and "token" in classes(e)]
         check(len(toks) >= 6 and all(toks), f"attention run: token labels on the map axes ({toks[:4]})")
         cells = [e for e in els if e["svg"] == "js-0" and "cell" in classes(e)]

@@ -251,8 +251,8 @@ TEST_CASE("report: attention views (per-head maps with tokens, entropy, confiden
   const std::string html = read_file(dir.file("r.html"));
   for (const char* id : {"attn-entropy-0", "attn-confidence-0", "js-0", "grid-0", "map-0-0-h0", "map-0-0-h4", "map-0-1-h4"})
     CHECK_THAT(html, Contains(std::string("id=\"") + id + "\""));
-  // qkv is one scenario: 2 kept reports x (baseline + 4 heads) maps.
-  CHECK(occurrences(html, "class=\"fig attention-map\"") == 2 * 5);
+  // qkv is one scenario: the top 10 reports (--top's default) x (baseline + 4 heads) maps.
+  CHECK(occurrences(html, "class=\"fig attention-map\"") == 10 * 5);
   // The grid links each head to its maps; the JS heatmap has heads x heads cells.
   CHECK_THAT(html, Contains("<a href=\"#map-0-0-h3\">"));
   const std::string js = read_file(dir.file("svg/js-0.svg"));
@@ -261,6 +261,47 @@ TEST_CASE("report: attention views (per-head maps with tokens, entropy, confiden
   CHECK(well_formed(dir.file("svg/map-0-0-h1.svg")));
   // Token labels: ops-reports names its tokens (names=true).
   CHECK(std::regex_search(read_file(dir.file("svg/map-0-0-h1.svg")), std::regex("class=\"token key\"[^>]*>[^<]+<")));
+}
+
+TEST_CASE("report: the attention maps are those of the summary's top-k reports, for any threads and chunk",
+          "[report][attention]") {
+  TempDir dir;
+  const std::string job = "run -s ops-reports -p reports=3000 -p names=true -p d_model=16 -w qkv -p heads=3 -q --top 4 ";
+  std::vector<std::string> dirs;
+  for (const char* tc : {"--threads 1 --chunk 37", "--threads 2 --chunk 200", "--threads 2 --chunk 3000"}) {
+    const std::string d = dir.file("svg" + std::to_string(dirs.size())), js = d + ".json";
+    auto r = run_cli(job + tc + " --summary " + shell_quote(js) + " --plot-svg " + shell_quote(d));
+    INFO(tc << ": " << r.err);
+    REQUIRE(r.status == 0);
+    dirs.push_back(d);
+    const auto j = nlohmann::json::parse(read_file(js));
+    REQUIRE(j["scenarios"].size() == 1);
+    const auto& top = j["scenarios"][0]["top"];
+    REQUIRE(top.size() == 4);
+    for (std::size_t m = 0; m < top.size(); ++m)
+      for (int h = 0; h <= 3; ++h) {
+        const std::string f = d + "/map-0-" + std::to_string(m) + "-h" + std::to_string(h) + ".svg";
+        REQUIRE(std::filesystem::exists(f));
+        std::smatch x;
+        const std::string svg = read_file(f);
+        REQUIRE(std::regex_search(svg, x, std::regex("data-report=\"([^\"]*)\" data-report-index=\"([0-9]+)\"")));
+        CHECK(x[1] == top[m]["report_id"].get<std::string>());
+        CHECK(std::stoull(x[2]) == top[m]["report_index"].get<std::uint64_t>());
+      }
+    CHECK(!std::filesystem::exists(d + "/map-0-4-h0.svg"));
+  }
+  // Byte-identical figures for every thread count and chunk size.
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dirs[0]))
+    for (std::size_t i = 1; i < dirs.size(); ++i, ++files)
+      CHECK(read_file(e.path().string()) == read_file(dirs[i] + "/" + e.path().filename().string()));
+  CHECK(files >= 2 * 16);
+  // --attention keeps exactly the reports --attention-reports names, with or without a report.
+  const std::string keep = " --attention-reports first:3 --attention ";
+  REQUIRE(run_cli(job + keep + shell_quote(dir.file("a.jsonl"))).status == 0);
+  REQUIRE(run_cli(job + keep + shell_quote(dir.file("b.jsonl")) + " --report-html " + shell_quote(dir.file("b.html"))).status == 0);
+  CHECK(read_file(dir.file("a.jsonl")) == read_file(dir.file("b.jsonl")));
+  CHECK(occurrences(read_file(dir.file("a.jsonl")), "\"report_id\"") == 3);
 }
 
 TEST_CASE("report: sweep specifications", "[report][sweep]") {
