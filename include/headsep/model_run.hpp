@@ -17,10 +17,16 @@
 //    every pair's statistics;
 //  - which heads separate which relations most: for each pair of axes (a, b), the heads with the
 //    largest mean (difference[a] - difference[b]) — leaning to a over b relative to the baseline.
+// Distributions over reports (QuantileSketch, merged exactly): per layer x head the report's
+// entropy (mean over its queries) and separation (mean context distance to the other heads of
+// its layer). The top reports by the report's separation (the mean over layers and head pairs
+// of the pairs' context distance; ties to the smaller report index), and with keep_maps their
+// attention maps (every layer and head, the first map_tokens queries x keys).
 // Batches run in parallel (oneTBB), sums are merged in batch order: results do not depend on the
 // thread count.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +34,7 @@
 #include "headsep/bert.hpp"
 #include "headsep/kernels.hpp"
 #include "headsep/source.hpp"
+#include "headsep/stats.hpp"
 
 namespace headsep {
 
@@ -36,6 +43,21 @@ struct ModelRunOptions {
   std::size_t chunk_reports = 128;  ///< reports per batch
   SimdLevel simd = SimdLevel::scalar;
   std::size_t top = 3;              ///< heads listed per relation pair
+  std::size_t top_reports = 3;      ///< reports ranked per scenario (ModelSummary::Scenario::top)
+  /// Keep the attention maps of the top reports (each recomputed alone, with maps): the report's.
+  bool keep_maps = false;
+  std::size_t map_tokens = 32;      ///< queries and keys kept per map (a longer report's first ones)
+};
+
+/// The attention maps of one report, every layer and head: maps[((l*(H+1) + h)*keys + q)*keys + k]
+/// for queries and keys 0..keys-1 (the report's first `keys` tokens), h = 0 the layer's baseline.
+struct ModelMap {
+  std::string id;
+  std::uint64_t index = 0;
+  double separation = 0;            ///< the ranking value (ModelSummary::Scenario::top)
+  std::uint32_t n = 0, keys = 0;    ///< the report's length, tokens kept
+  std::vector<std::string> tokens;  ///< the first `keys` tokens
+  std::vector<float> maps;
 };
 
 struct ModelSummary {
@@ -47,6 +69,12 @@ struct ModelSummary {
     std::vector<double> ctx;    ///< [(l*(H+1) + h)*C + c]
     std::vector<double> pair;   ///< [(l*P + p)*kPairStats + s]
     std::vector<double> dist;   ///< [l*P + p] context distance of the pair
+    // Distributions over reports.
+    std::vector<QuantileSketch> entropy;     ///< [l*(H+1) + h]: the report's entropy of head h
+    std::vector<QuantileSketch> separation;  ///< [l*H + h-1]: mean distance to the layer's other heads
+    TopK top{0};                             ///< reports by separation (mean over layers and pairs)
+    std::map<std::uint64_t, std::string> top_ids;
+    std::map<std::uint64_t, ModelMap> maps;  ///< keep_maps: the maps of the reports in `top`
   };
   std::string model;
   std::uint32_t layers = 0, heads = 0;

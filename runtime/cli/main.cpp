@@ -396,6 +396,8 @@ int model_cmd(const RunArgs& a) {
   const PluginInfo& sp = registry.require(a.scenario, PluginKind::scenario);
   std::vector<std::string> params = a.params;
   if (declares(sp, "model") && !given(params, sp, "model")) params.push_back(sp.name + ".model=" + a.model);
+  const bool report = !a.report_html.empty() || !a.plot_svg.empty();  // the maps' token labels:
+  if (report && declares(sp, "names") && !given(params, sp, "names")) params.push_back(sp.name + ".names=true");
   PluginInfo none;
   none.kind = PluginKind::weighting;
   none.name = "(none)";
@@ -406,6 +408,8 @@ int model_cmd(const RunArgs& a) {
   mo.threads = a.threads;
   mo.simd = ro.simd;
   mo.chunk_reports = a.chunk ? a.chunk : 128;
+  mo.keep_maps = report;  // the top reports' maps (docs/REPORTS.md)
+  mo.map_tokens = report::Limits{}.map_tokens;
   const ModelSummary sum = run_model(*source, model, axes, mo);
   if (!a.report_html.empty() || !a.plot_svg.empty()) {  // docs/REPORTS.md: the layer x head grids
     RunStats st;

@@ -28,6 +28,10 @@ struct Sums {
   std::uint64_t reports = 0, tokens = 0;
   std::vector<double> head, ctx, pair, dist;
   double flops = 0;
+  std::vector<QuantileSketch> entropy, separation;  // the batch's distributions (ModelSummary::Scenario)
+  TopK top{0};
+  std::vector<std::pair<std::uint64_t, std::string>> top_ids;
+  std::vector<ModelMap> maps;  // of the batch's top (keep_maps)
 };
 
 struct Item {
@@ -45,6 +49,8 @@ struct Scratch {
   std::vector<const float*> axis_ptr;
   std::vector<std::vector<double>> ctx, hs, ps;
   std::vector<BertLayerOut> outs;
+  std::vector<double> sep, report_sep;  // per head and report; per report
+  std::vector<std::vector<float>> maps;  // one report's maps per layer (keep_maps)
 };
 
 std::string scenario_of(const ReportBatch& b, const Schema& s) {
@@ -128,7 +134,11 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
     m.ctx.assign(L * H1 * C, 0.0);
     m.pair.assign(L * P * kPairStats, 0.0);
     m.dist.assign(L * P, 0.0);
-    for (std::size_t l = 0; l < L; ++l)
+    m.entropy.assign(L * H1, QuantileSketch());
+    m.separation.assign(L * H, QuantileSketch());
+    s.report_sep.assign(R, 0.0);
+    for (std::size_t l = 0; l < L; ++l) {
+      s.sep.assign(H * R, 0.0);  // [(h-1)*R + r]: sum of the distances to the other heads
       for (std::size_t r = 0; r < R; ++r) {
         for (std::size_t h = 0; h < H1; ++h) {
           for (std::size_t k = 0; k < kHeadStats; ++k) {
@@ -149,9 +159,57 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
               const double d = s.ctx[l][(i * C + c) * R + r] - s.ctx[l][(j * C + c) * R + r];
               d2 += d * d;
             }
-            m.dist[l * P + p] += std::sqrt(d2);
+            const double d = std::sqrt(d2);
+            m.dist[l * P + p] += d;
+            s.sep[(i - 1) * R + r] += d, s.sep[(j - 1) * R + r] += d;
+            s.report_sep[r] += d;
           }
       }
+      for (std::size_t h = 0; h < H1; ++h) m.entropy[l * H1 + h].add(s.hs[l].data() + (h * kHeadStats + kEntropy) * R, R);
+      for (std::size_t h = 0; h < H; ++h) {
+        for (std::size_t r = 0; r < R; ++r) s.sep[h * R + r] = H > 1 ? s.sep[h * R + r] / double(H - 1) : 0.0;
+        m.separation[l * H + h].add(s.sep.data() + h * R, R);
+      }
+    }
+    // The batch's top reports by separation (mean over layers and pairs): any report of the
+    // scenario's top is in its batch's top.
+    m.top = TopK(opt.top_reports);
+    for (std::size_t r = 0; r < R; ++r) {
+      const double v = L * P > 0 ? s.report_sep[r] / double(L * P) : 0.0;
+      if (!std::isfinite(v)) throw Error("report '" + b.report_id(r) + "': its head separation is not finite");
+      m.top.add(v, b.first_report + r);
+    }
+    for (const auto& [v, index] : m.top.sorted()) {
+      const std::size_t r = index - b.first_report;
+      m.top_ids.emplace_back(index, b.report_id(r));
+      if (!opt.keep_maps) continue;
+      // Recomputed alone with its maps (grouping never changes a bit: the same metrics).
+      const std::uint64_t off[2] = {b.token_offset[r], b.token_offset[r + 1]};
+      const std::size_t n = off[1] - off[0];
+      const std::uint64_t zero = 0;
+      std::vector<double> c1(H1 * C + 1), h1(H1 * kHeadStats), p1(P * kPairStats + 1);
+      std::vector<BertLayerOut> outs(L);
+      s.maps.resize(L);
+      for (std::size_t l = 0; l < L; ++l) {
+        s.maps[l].assign(H1 * n * n, 0.0f);
+        outs[l].context = c1.data(), outs[l].head_stats = h1.data(), outs[l].pair_stats = p1.data(), outs[l].stride = 1;
+        outs[l].maps = s.maps[l].data(), outs[l].maps_offset = &zero;
+      }
+      model.forward(s.ids.data(), off, 1, static_cast<std::uint32_t>(C), s.axis_ptr.data(), opt.simd, outs, nullptr, s.bert);
+      ModelMap mm;
+      mm.id = b.report_id(r);
+      mm.index = index;
+      mm.separation = v;
+      mm.n = static_cast<std::uint32_t>(n);
+      mm.keys = static_cast<std::uint32_t>(std::min(n, opt.map_tokens));
+      for (std::size_t k = 0; k < mm.keys; ++k) mm.tokens.push_back(b.token_name(r, off[0] + k));
+      mm.maps.reserve(L * H1 * mm.keys * mm.keys);
+      for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t h = 0; h < H1; ++h)
+          for (std::size_t q = 0; q < mm.keys; ++q)
+            for (std::size_t k = 0; k < mm.keys; ++k) mm.maps.push_back(s.maps[l][(h * n + q) * n + k]);
+      m.maps.push_back(std::move(mm));
+    }
   };
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -212,6 +270,9 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
       sc.ctx.assign(it.sums.ctx.size(), 0.0);
       sc.pair.assign(it.sums.pair.size(), 0.0);
       sc.dist.assign(it.sums.dist.size(), 0.0);
+      sc.entropy.assign(it.sums.entropy.size(), QuantileSketch());
+      sc.separation.assign(it.sums.separation.size(), QuantileSketch());
+      sc.top = TopK(opt.top_reports);
       out.scenarios.push_back(std::move(sc));
     }
     ModelSummary::Scenario& sc = out.scenarios[pos->second];
@@ -221,6 +282,20 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
     for (std::size_t i = 0; i < sc.ctx.size(); ++i) sc.ctx[i] += it.sums.ctx[i];
     for (std::size_t i = 0; i < sc.pair.size(); ++i) sc.pair[i] += it.sums.pair[i];
     for (std::size_t i = 0; i < sc.dist.size(); ++i) sc.dist[i] += it.sums.dist[i];
+    for (std::size_t i = 0; i < sc.entropy.size(); ++i) sc.entropy[i].merge(it.sums.entropy[i]);
+    for (std::size_t i = 0; i < sc.separation.size(); ++i) sc.separation[i].merge(it.sums.separation[i]);
+    // The top reports and their maps: a map is dropped when its report leaves the top.
+    sc.top.merge(it.sums.top);
+    for (auto& [index, id] : it.sums.top_ids) sc.top_ids.emplace(index, std::move(id));
+    for (auto& mm : it.sums.maps) sc.maps.emplace(mm.index, std::move(mm));
+    std::map<std::uint64_t, std::string> ids;
+    std::map<std::uint64_t, ModelMap> maps;
+    for (const auto& [v, index] : sc.top.sorted()) {
+      ids.emplace(index, std::move(sc.top_ids.at(index)));
+      if (auto m = sc.maps.find(index); m != sc.maps.end()) maps.emplace(index, std::move(m->second));
+    }
+    sc.top_ids.swap(ids);
+    sc.maps.swap(maps);
     flops += it.sums.flops;
   };
   const auto filters =
@@ -322,6 +397,13 @@ struct View {
 
 }  // namespace
 
+nlohmann::ordered_json quantiles(const QuantileSketch& q) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (!q.count()) return j;
+  for (auto [name, p] : {std::pair{"p01", 0.01}, {"p10", 0.10}, {"p50", 0.50}, {"p90", 0.90}, {"p99", 0.99}}) j[name] = q.quantile(p);
+  return j;
+}
+
 std::string ModelSummary::json() const {
   nlohmann::ordered_json j;
   j["model"] = model;
@@ -329,6 +411,7 @@ std::string ModelSummary::json() const {
   j["heads"] = heads;
   j["axes"] = axes;
   j["baseline"] = "head 0 of each layer: the layer's own Q/K/V projections as one full-width head, softmax(Q K^T / sqrt(hidden))";
+  j["top_by"] = "a report's separation: the mean over layers and head pairs of the pair's context distance (ties: smaller report index)";
   j["threads"] = threads;
   j["simd"] = simd;
   j["seconds"] = seconds;
@@ -350,9 +433,11 @@ std::string ModelSummary::json() const {
         std::vector<double> ctx, diff;
         for (std::size_t c = 0; c < axes.size(); ++c) ctx.push_back(v.ctx(l, h, c)), diff.push_back(v.diff(l, h, c));
         jh["context"] = ctx;
+        jh["entropy_quantiles"] = quantiles(sc.entropy.at(l * (heads + 1) + h));  // over reports
         if (h) {
           jh["difference"] = diff;
           jh["separation"] = v.separation(l, h);
+          jh["separation_quantiles"] = quantiles(sc.separation.at(l * heads + h - 1));
           jh["js_divergence_mean"] = v.js(l, h);
         }
         if (h) jl["heads"].push_back(jh);
@@ -378,6 +463,10 @@ std::string ModelSummary::json() const {
         for (const auto& x : v.leaning(a, b)) jr["heads"].push_back({{"layer", x.layer}, {"head", x.head}, {"lean", x.value}});
         js["relations"].push_back(jr);
       }
+    nlohmann::ordered_json top = nlohmann::ordered_json::array();
+    for (const auto& [value, index] : sc.top.sorted())
+      top.push_back({{"report_id", sc.top_ids.at(index)}, {"report_index", index}, {"separation", value}});
+    js["top"] = top;
     j["scenarios"].push_back(js);
   }
   return j.dump(1) + "\n";

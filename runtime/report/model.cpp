@@ -27,6 +27,44 @@ ReportData build(const ModelSummary& m, Header header) {
       for (std::size_t p = 0; p < P; ++p) sep += sc.dist[l * P + p] / n;
       s.separation.stats.count = sc.reports;
       s.separation.stats.mean = P ? sep / double(P) : 0.0;
+      // Per head, distributions over reports: the sketches' quantiles, the sums' means.
+      auto stats = [&](const QuantileSketch& q, double mean) {
+        Stats st;
+        st.count = q.count();
+        st.mean = mean;
+        st.exact = q.exact();
+        if (st.count) {
+          st.min = q.min(), st.max = q.max();
+          st.p01 = q.quantile(0.01), st.p10 = q.quantile(0.10), st.p50 = q.quantile(0.50);
+          st.p90 = q.quantile(0.90), st.p99 = q.quantile(0.99);
+        }
+        return st;
+      };
+      for (std::size_t h = 0; h < H1 && l * H1 + h < sc.entropy.size(); ++h)
+        s.entropy.push_back(stats(sc.entropy[l * H1 + h], sc.head[(l * H1 + h) * kHeadStats + kEntropy] / n));
+      for (std::size_t h = 1; h <= H && l * H + h - 1 < sc.separation.size(); ++h) {
+        double t = 0;
+        for (std::size_t o = 1; o <= H; ++o)
+          if (o != h) t += sc.dist[l * P + pair_index(std::min(h, o), std::max(h, o))] / n;
+        s.head_separation.push_back(stats(sc.separation[l * H + h - 1], H > 1 ? t / double(H - 1) : 0.0));
+      }
+      // The top reports' maps of this layer (heads 0..H), in the order of the ranking.
+      for (const auto& [v, index] : sc.top.sorted()) {
+        const auto it = sc.maps.find(index);
+        if (it == sc.maps.end()) continue;
+        const ModelMap& mm = it->second;
+        AttentionMap a;
+        a.id = mm.id;
+        a.index = mm.index;
+        a.separation = mm.separation;
+        a.tokens = mm.tokens;
+        a.n = mm.n;
+        a.queries = a.keys = mm.keys;
+        a.all_queries = mm.n;
+        const std::size_t block = std::size_t(mm.keys) * mm.keys;
+        a.maps.assign(mm.maps.begin() + std::ptrdiff_t(l * H1 * block), mm.maps.begin() + std::ptrdiff_t((l + 1) * H1 * block));
+        s.maps.push_back(std::move(a));
+      }
       d.scenarios.push_back(std::move(s));
     }
     // Per head: mean over the other heads of its layer of a pair value; or a head statistic.
@@ -42,6 +80,7 @@ ReportData build(const ModelSummary& m, Header header) {
       return v;
     };
     const std::string tag = std::to_string(si);
+    const std::size_t first_layer = d.scenarios.size() - m.layers;
     Grid sep{"model-sep-" + tag, "Layer × head: mean separation", sc.name + " · mean context distance to the other heads of the layer",
              m.layers, m.heads, per_head([&](std::size_t l, std::size_t p) { return sc.dist[l * P + p] / n; })};
     Grid js{"model-js-" + tag, "Layer × head: Jensen–Shannon divergence", sc.name + " · mean JS to the other heads of the layer (nats)",
@@ -51,6 +90,7 @@ ReportData build(const ModelSummary& m, Header header) {
              m.layers, m.heads, {}};
     for (std::size_t l = 0; l < m.layers; ++l)
       for (std::size_t h = 1; h <= H; ++h) ent.values.push_back(sc.head[(l * H1 + h) * kHeadStats + kEntropy] / n);
+    sep.maps_of = js.maps_of = ent.maps_of = first_layer;
     d.grids.push_back(std::move(sep));
     d.grids.push_back(std::move(js));
     d.grids.push_back(std::move(ent));

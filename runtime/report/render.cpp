@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <set>
 
 #include "headsep/error.hpp"
 #include "headsep/output.hpp"
@@ -356,7 +357,7 @@ Figure distribution_figure(const ReportData& d, const std::string& id, const std
 
 // Per head quantile strips (p01–p99 line, p10–p90 box, p50 tick, mean dot) of one statistic.
 Figure strips(const ReportData& d, std::size_t si, const std::string& stat, const std::vector<Stats>& v, double lo,
-              double hi) {
+              double hi, std::uint32_t first_head = 0, const std::string& section = "attention") {
   const auto& s = d.scenarios[si];
   const Ticks t = nice_ticks(lo, hi);
   const double W = 560, L = 150, R = 540, T = 50, row = 22;
@@ -364,15 +365,20 @@ Figure strips(const ReportData& d, std::size_t si, const std::string& stat, cons
   const Scale sx{t.lo, t.hi, L, R};
   Figure f;
   f.id = "attn-" + stat + "-" + std::to_string(si);
-  f.section = "attention";
+  f.section = section;
   f.title = stat + " per head: " + cut(s.name, 30);
   std::string o = svg_open(f.id, "strips", W, B + 48);
   o += text(8, 18, escape(f.title), "font-size=\"14\" font-weight=\"bold\" class=\"fig-title\"");
   o += text(8, 36, "line p01–p99 · box p10–p90 · tick p50 · dot mean", "fill=\"#444\"");
-  o += x_axis(t, sx, T, B, stat == "entropy" ? "entropy (nats)" : "confidence (max weight)", (L + R) / 2);
-  for (std::uint32_t h = 0; h < v.size(); ++h) {
-    const auto& st = v[h];
-    const double y = T + row * (h + 0.5);
+  o += x_axis(t, sx, T, B,
+              stat == "entropy"      ? "entropy (nats)"
+              : stat == "confidence" ? "confidence (max weight)"
+                                     : stat + " (mean distance to the other heads)",
+              (L + R) / 2);
+  for (std::uint32_t i = 0; i < v.size(); ++i) {
+    const auto& st = v[i];
+    const std::uint32_t h = first_head + i;
+    const double y = T + row * (i + 0.5);
     o += "<g class=\"strip head-" + std::to_string(h) + "\" data-head=\"" + std::to_string(h) + "\">";
     o += glyph(h, L - 12, y, 4.5, "class=\"legend-marker\"") + "</path>";
     o += text(L - 22, y + 4, escape(head_short(h)), "text-anchor=\"end\"");
@@ -631,9 +637,44 @@ std::vector<Figure> figures(const ReportData& d) {
     const PlaneDomain dom = plane_domain(d);
     for (std::size_t i = 0; i < shown(d); ++i) out.push_back(seed_plot(d, i, dom));
   }
-  for (const auto& g : d.grids)
-    out.push_back(grid_figure(g.id, "model", g.title, cut(g.subtitle, 64), "means over the reports; model runs keep no maps",
-                              g.layers, g.heads, g.values, {}));
+  if (!d.grids.empty()) {
+    // Model runs: the top report's maps of every (scenario, layer) first, so each grid cell links
+    // to one, then the next reports while the report holds fewer than Limits::map_cells cells.
+    std::set<std::string> drawn;
+    std::vector<Figure> maps;
+    std::size_t cells = 0, most = 0;
+    for (std::size_t i = 0; i < shown(d); ++i) most = std::max(most, d.scenarios[i].maps.size());
+    for (std::size_t m = 0; m < most; ++m)
+      for (std::size_t i = 0; i < shown(d); ++i) {
+        const auto& s = d.scenarios[i];
+        if (m >= s.maps.size()) continue;
+        const std::size_t need = std::size_t(s.maps[m].queries) * s.maps[m].keys * (d.heads + 1);
+        if (m > 0 && cells + need > d.limits.map_cells) continue;
+        cells += need;
+        for (std::uint32_t h = 0; h <= d.heads; ++h) {
+          maps.push_back(attention_map(d, i, m, h));
+          drawn.insert(maps.back().id);
+        }
+      }
+    for (const auto& g : d.grids)
+      out.push_back(grid_figure(g.id, "model", g.title, cut(g.subtitle, 64),
+                                drawn.empty() ? "means over the reports" : "means over the reports; a head links to its map in the top report",
+                                g.layers, g.heads, g.values, [&](std::uint32_t l, std::uint32_t c) {
+                                  const std::string a = map_anchor(g.maps_of + l, 0, c + 1);
+                                  return drawn.count(a) ? a : std::string();
+                                }));
+    double ent_hi = 1e-3, sep_hi = 1e-3;
+    for (const auto& s : d.scenarios) {
+      for (const auto& st : s.entropy) ent_hi = std::max(ent_hi, st.max);
+      for (const auto& st : s.head_separation) sep_hi = std::max(sep_hi, st.max);
+    }
+    for (std::size_t i = 0; i < shown(d); ++i) {
+      const auto& s = d.scenarios[i];
+      if (!s.entropy.empty()) out.push_back(strips(d, i, "entropy", s.entropy, 0, ent_hi, 0, "model-dist"));
+      if (!s.head_separation.empty()) out.push_back(strips(d, i, "separation", s.head_separation, 0, sep_hi, 1, "model-dist"));
+    }
+    for (auto& f : maps) out.push_back(std::move(f));
+  }
   if (!d.scenarios.empty() && d.distributions) {
     out.push_back(distribution_figure(d, "dist-head_separation", "head_separation",
                                       [](const Scenario& s) -> const Distribution& { return s.separation; }));
@@ -714,8 +755,25 @@ std::string html(const ReportData& d, const std::vector<Figure>& figs) {
     o += "</table>\n</section>\n";
     o += "<section id=\"model\">\n<h2>Layer × head</h2>\n<p class=\"note\">Per scenario, every head of every layer: "
          "its mean context distance to the other heads of its layer (the seed's separation), its mean Jensen–Shannon "
-         "divergence to them, and its attention entropy. A model run keeps means, not distributions or maps.</p>\n" +
+         "divergence to them, and its attention entropy (means over the reports). A cell links to the head's map in the "
+         "scenario's top report (below).</p>\n" +
          section_figs("model") + "</section>\n";
+    o += "<section id=\"model-distributions\">\n<h2>Per head, over the reports</h2>\n<p class=\"note\">Per scenario and "
+         "layer, each head's attention entropy (baseline included) and separation (mean context distance to the other "
+         "heads of its layer) over the reports: line p01–p99, box p10–p90, tick p50, dot mean.</p>\n" +
+         section_figs("model-dist") + "</section>\n";
+    std::size_t kept = 0, drawn = 0;
+    for (std::size_t i = 0; i < shown(d); ++i) kept += d.scenarios[i].maps.size();
+    for (const auto& f : figs) drawn += f.section == "maps";
+    o += "<section id=\"model-maps\">\n<h2 id=\"maps\">Attention maps of the top reports</h2>\n<p class=\"note\">Per "
+         "scenario, the reports with the largest separation (the mean over layers and head pairs of the pair's context "
+         "distance; the summary's <code>top</code> list, in its order), every layer and head, the first " +
+         std::to_string(d.limits.map_tokens) + " tokens; rows are queries, columns keys.</p>\n";
+    if (kept == 0) o += "<p class=\"note\">No maps were kept in this run.</p>\n";
+    if (drawn < kept * (d.heads + 1))
+      o += "<p class=\"warn\">Maps beyond each scenario's top report are drawn only while the report holds fewer than " +
+           count(d.limits.map_cells) + " map cells; some are not drawn.</p>\n";
+    o += section_figs("maps") + "</section>\n";
     o += "<section id=\"seed-plots\">\n<h2>The seed's plot, per layer</h2>\n<p class=\"note\">The mean contexts of each "
          "layer's baseline (grey) and heads on the first two context axes.</p>\n";
     if (d.scenarios.size() > shown(d))

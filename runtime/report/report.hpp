@@ -79,6 +79,9 @@ struct Scenario {
   std::vector<double> js_mean;                 ///< per pair (1,2), (1,3), ...
   std::vector<double> pair_separation_mean;    ///< per pair: mean ‖context_i − context_j‖
   std::vector<AttentionMap> maps;
+  // Model runs only (one Scenario per model scenario and layer): per head 1..H the distribution
+  // over reports of its separation (mean distance to the layer's other heads).
+  std::vector<Stats> head_separation;
 };
 
 /// A parameter sweep: per value, per scenario, statistics of head_separation.
@@ -106,6 +109,9 @@ struct Grid {
   std::string id, title, subtitle;
   std::uint32_t layers = 0, heads = 0;
   std::vector<double> values;
+  /// The ReportData::scenarios index of layer 0 of this grid's model scenario (layer l is
+  /// maps_of + l): a cell links to its head's map in that layer's top report, when drawn.
+  std::size_t maps_of = 0;
 };
 
 struct ReportData {
@@ -120,7 +126,9 @@ struct ReportData {
   std::vector<Scenario> scenarios;
   std::optional<Sweep> sweep;
   Limits limits;
-  /// Model runs (--model): only means exist, no quantiles; the layer x head grids.
+  /// Model runs (--model): no per-scenario distributions of head_separation; per layer the
+  /// entropy and separation of each head (Scenario::entropy, head_separation), the layer x head
+  /// grids and the top reports' maps.
   bool distributions = true;
   std::vector<Grid> grids;
 };
@@ -161,8 +169,9 @@ class Collector final : public ResultSink {
 /// Builds the report's data from a run's Summary and Collector (same run, same scenarios).
 ReportData build(const Summary& summary, const Collector& collector, Header header);
 /// The report of a model run (--model): per scenario and layer the seed's plot of the mean
-/// contexts (the layer's baseline and heads), and layer x head grids of mean separation, entropy
-/// and Jensen–Shannon divergence, from the ModelSummary's sums.
+/// contexts (the layer's baseline and heads), each head's entropy and separation over reports
+/// (quantiles), the top reports' maps, and layer x head grids of mean separation, entropy
+/// and Jensen–Shannon divergence, from the ModelSummary's sums, sketches and kept maps.
 ReportData build(const ModelSummary& summary, Header header);
 
 /// One figure: an <svg> element (no XML prolog), the section it belongs to and its id.

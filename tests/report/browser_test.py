@@ -280,7 +280,8 @@ def main():
             sw: ["run-header", "sweep"],
         }
         if have_model:
-            expected[mod] = ["run-header", "model-sep-0", "model-js-0", "model-entropy-0", "seed-plot-0", "seed-plot-5"]
+            expected[mod] = ["run-header", "model-sep-0", "model-js-0", "model-entropy-0", "seed-plot-0", "seed-plot-5",
+                             "attn-entropy-0", "attn-separation-5", "map-0-0-h0", "map-5-0-h12"]
         doms = {}
         for path, ids in expected.items():
             name = os.path.basename(path)
@@ -331,6 +332,9 @@ def main():
         if have_model:
             cells = [e for e in doms[mod] if e["svg"] == "model-sep-0" and "cell" in classes(e)]
             check(len(cells) == 72, f"model run: 6 layers x 12 heads grid of separation ({len(cells)} cells)")
+            links = [e for e in doms[mod] if e["svg"] == "model-sep-0" and e["tag"] == "a"
+                     and (e["attrs"].get("href") or "").startswith("#map-")]
+            check(len(links) == 72, f"model run: every grid cell links to its head's map ({len(links)} links)")
 
         # ---- the seed plot: markers where the seed's contexts put them, read back from the DOM
         els = doms[ex]

@@ -397,3 +397,84 @@ TEST_CASE("report: a real model's layer x head grids agree with its summary", "[
   // The seed plot of layer 0: the baseline and 12 heads at their mean contexts.
   CHECK(occurrences(read_file(dir.file("svg/seed-plot-0.svg")), "class=\"marker head-") == 13);
 }
+
+// The name starts like the grid test's: the TSan suite skips both (MiniLM is too slow there).
+TEST_CASE("report: a real model's layer x head grids link to the top reports' maps, with per-head distributions",
+          "[report][model]") {
+  TempDir dir;
+  const std::string job = "run --model " + shell_quote(testutil::model_dir().string()) + " -s ops-text -p reports=24 -p seed=5 -q ";
+  std::vector<nlohmann::json> sums;
+  for (const char* tc : {"--threads 1 --chunk 24", "--threads 2 --chunk 5"}) {
+    const std::string d = dir.file("svg" + std::to_string(sums.size()));
+    auto r = run_cli(job + tc + " --summary " + shell_quote(d + ".json") + " --plot-svg " + shell_quote(d) +
+                     (sums.empty() ? " --report-html " + shell_quote(dir.file("r.html")) : std::string()));
+    INFO(tc << ": " << r.err);
+    REQUIRE(r.status == 0);
+    sums.push_back(nlohmann::json::parse(read_file(d + ".json")));
+  }
+  const auto& sc = sums[0]["scenarios"][0];
+  const auto& top = sc["top"];
+  REQUIRE(top.size() == 3);
+  CHECK(top[0]["separation"].get<double>() >= top[1]["separation"].get<double>());
+  // The ranking and the distributions do not depend on threads or chunking.
+  CHECK(sums[1]["scenarios"][0]["top"] == top);
+  for (std::size_t l = 0; l < 6; ++l) {
+    const auto& a = sc["layers"][l], &b = sums[1]["scenarios"][0]["layers"][l];
+    CHECK(a["baseline"]["entropy_quantiles"] == b["baseline"]["entropy_quantiles"]);
+    for (std::size_t h = 0; h < 12; ++h) {
+      const auto& q = a["heads"][h]["entropy_quantiles"];
+      CHECK(q == b["heads"][h]["entropy_quantiles"]);
+      CHECK(a["heads"][h]["separation_quantiles"] == b["heads"][h]["separation_quantiles"]);
+      CHECK(q["p01"].get<double>() <= q["p10"].get<double>());
+      CHECK(q["p10"].get<double>() <= q["p50"].get<double>());
+      CHECK(q["p50"].get<double>() <= q["p90"].get<double>());
+      CHECK(q["p90"].get<double>() <= q["p99"].get<double>());
+      const double mean = a["heads"][h]["entropy"];
+      CHECK(mean >= q["p01"].get<double>() - 1e-12);
+      CHECK(mean <= q["p99"].get<double>() + 1e-12);
+    }
+  }
+  // Every cell of the separation grid links to its head's map in the top report, and that map is
+  // drawn (its layer's figure, one per head and the baseline).
+  const std::string d0 = dir.file("svg0"), d1 = dir.file("svg1");
+  const std::string grid = read_file(d0 + "/model-sep-0.svg");
+  CHECK(occurrences(grid, "<a href=\"#map-") == 72);
+  const std::regex idx("data-report=\"([^\"]*)\" data-report-index=\"([0-9]+)\"");
+  for (int l = 0; l < 6; ++l) {
+    for (int h = 1; h <= 12; ++h)
+      CHECK_THAT(grid, Contains("<a href=\"#map-" + std::to_string(l) + "-0-h" + std::to_string(h) + "\"><g class=\"cell\" data-layer=\"" +
+                                std::to_string(l) + "\" data-head=\"" + std::to_string(h) + "\""));
+    for (int h = 0; h <= 12; ++h) {
+      const std::string f = d0 + "/map-" + std::to_string(l) + "-0-h" + std::to_string(h) + ".svg";
+      REQUIRE(std::filesystem::exists(f));
+      std::smatch m;
+      const std::string svg = read_file(f);
+      REQUIRE(std::regex_search(svg, m, idx));
+      CHECK(m[1] == top[0]["report_id"].get<std::string>());
+      CHECK(std::stoull(m[2]) == top[0]["report_index"].get<std::uint64_t>());
+    }
+  }
+  // Further maps drawn (within the cell budget) are the next reports of the summary's top.
+  std::size_t maps = 0;
+  for (const auto& e : std::filesystem::directory_iterator(d0)) {
+    const std::string name = e.path().filename().string();
+    std::smatch m, r;
+    if (!std::regex_match(name, m, std::regex("map-([0-9]+)-([0-9]+)-h([0-9]+)\\.svg"))) continue;
+    ++maps;
+    const std::string svg = read_file(e.path().string());
+    REQUIRE(std::regex_search(svg, r, idx));
+    CHECK(std::stoull(r[2]) == top[std::stoul(m[2])]["report_index"].get<std::uint64_t>());
+    // The same map for any thread count and chunk size.
+    CHECK(svg == read_file(d1 + "/" + name));
+  }
+  CHECK(maps >= 6 * 13);
+  CHECK(maps % 13 == 0);
+  // Per layer, entropy (baseline and 12 heads) and separation (12 heads) over the reports.
+  CHECK(occurrences(read_file(d0 + "/attn-entropy-0.svg"), "<g class=\"strip head-") == 13);
+  CHECK(occurrences(read_file(d0 + "/attn-separation-5.svg"), "<g class=\"strip head-") == 12);
+  CHECK(well_formed(d0 + "/attn-separation-5.svg"));
+  CHECK(well_formed(d0 + "/map-0-0-h1.svg"));
+  const std::string html = read_file(dir.file("r.html"));
+  for (const char* id : {"model-distributions", "model-maps", "map-5-0-h12", "attn-entropy-5"})
+    CHECK_THAT(html, Contains(std::string("id=\"") + id + "\""));
+}
