@@ -690,20 +690,28 @@ std::vector<Figure> figures(const ReportData& d) {
     double ent_hi = 0;
     for (const auto& s : d.scenarios)
       for (const auto& st : s.entropy) ent_hi = std::max(ent_hi, st.max);
-    std::size_t cells = 0;
+    // Which maps fit the cell budget (the bound on the report's size; html() says what is left
+    // out): every scenario's top report first, then every scenario's second, and so on.
+    std::vector<std::size_t> fit(shown(d), 0);
+    std::size_t cells = 0, most = 0;
+    for (std::size_t i = 0; i < shown(d); ++i) most = std::max(most, d.scenarios[i].maps.size());
+    for (std::size_t m = 0; m < most; ++m)
+      for (std::size_t i = 0; i < shown(d); ++i) {
+        const auto& s = d.scenarios[i];
+        if (fit[i] != m || m >= s.maps.size()) continue;  // a scenario's maps are drawn in top order
+        const std::size_t need = std::size_t(s.maps[m].queries) * s.maps[m].keys * (d.heads + 1);
+        if (cells + need > d.limits.map_cells) continue;
+        cells += need;
+        fit[i] = m + 1;
+      }
     for (std::size_t i = 0; i < shown(d); ++i) {
       const auto& s = d.scenarios[i];
       out.push_back(strips(d, i, "entropy", s.entropy, 0, std::max(ent_hi, 1e-3)));
       out.push_back(strips(d, i, "confidence", s.confidence, 0, 1));
       if (d.heads >= 2) out.push_back(js_heatmap(d, i));
-      const bool linked = !s.maps.empty() && cells + std::size_t(s.maps[0].queries) * s.maps[0].keys * (d.heads + 1) <= d.limits.map_cells;
-      if (d.heads >= 2) out.push_back(layer_head_grid(d, i, linked));
-      for (std::size_t m = 0; m < s.maps.size(); ++m) {
-        const std::size_t need = std::size_t(s.maps[m].queries) * s.maps[m].keys * (d.heads + 1);
-        if (cells + need > d.limits.map_cells) break;  // the bound on the report's size; html() says so
-        cells += need;
+      if (d.heads >= 2) out.push_back(layer_head_grid(d, i, fit[i] > 0));
+      for (std::size_t m = 0; m < fit[i]; ++m)
         for (std::uint32_t h = 0; h <= d.heads; ++h) out.push_back(attention_map(d, i, m, h));
-      }
     }
   }
   if (d.sweep) out.push_back(sweep_figure(*d.sweep));

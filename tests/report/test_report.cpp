@@ -304,6 +304,44 @@ TEST_CASE("report: the attention maps are those of the summary's top-k reports, 
   CHECK(occurrences(read_file(dir.file("a.jsonl")), "\"report_id\"") == 3);
 }
 
+TEST_CASE("report: the map cell budget goes to every scenario's top report first", "[report][attention][limits]") {
+  rp::ReportData d;
+  d.axes = {"x", "y"};
+  d.heads = 12;
+  d.attention = true;
+  for (int i = 0; i < 3; ++i) {
+    rp::Scenario s;
+    s.name = "s" + std::to_string(i);
+    s.count = 100;
+    s.context_mean.assign(13 * 2, 0.5);
+    s.entropy.assign(13, rp::Stats{});
+    s.confidence.assign(13, rp::Stats{});
+    s.js_mean.assign(66, 0.1);
+    s.pair_separation_mean.assign(66, 0.2);
+    s.differences.assign(12 * 2, rp::Distribution{});
+    for (int m = 0; m < 10; ++m) {
+      rp::AttentionMap a;
+      a.id = s.name + "-" + std::to_string(m);
+      a.index = std::uint64_t(m);
+      a.n = 40, a.queries = 32, a.all_queries = 40, a.keys = 32;
+      a.tokens.assign(32, "t");
+      a.maps.assign(13 * 32 * 32, 1.0f / 32);
+      s.maps.push_back(a);
+    }
+    d.scenarios.push_back(s);
+  }
+  // 13 x 32 x 32 = 13,312 cells per report: the top report of each of the 3 scenarios, then the
+  // first scenario's second fit the 60,000 cells.
+  const auto figs = rp::figures(d);
+  std::map<std::string, int> maps;
+  for (const auto& f : figs)
+    if (f.section == "maps") ++maps[f.id.substr(0, f.id.rfind("-h"))];
+  CHECK(maps == std::map<std::string, int>{{"map-0-0", 13}, {"map-0-1", 13}, {"map-1-0", 13}, {"map-2-0", 13}});
+  for (const auto& f : figs)
+    if (f.id.rfind("grid-", 0) == 0) CHECK(occurrences(f.svg, "<a href=\"#map-") == 12);
+  CHECK_THAT(rp::html(d, figs), Contains("not drawn"));
+}
+
 TEST_CASE("report: sweep specifications", "[report][sweep]") {
   auto s = rp::parse_sweep("axis-focus.single_sharpness=0.25:4:9");
   CHECK(s.key == "axis-focus.single_sharpness");
