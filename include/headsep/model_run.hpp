@@ -43,7 +43,7 @@ struct ModelRunOptions {
   std::size_t chunk_reports = 128;  ///< reports per batch
   SimdLevel simd = SimdLevel::scalar;
   std::size_t top = 3;              ///< heads listed per relation pair
-  std::size_t top_reports = 3;      ///< reports ranked per scenario (ModelSummary::Scenario::top)
+  std::size_t top_reports = 10;     ///< reports ranked per scenario (ModelSummary::Scenario::top; CLI --top)
   /// Keep the attention maps of the top reports (each recomputed alone, with maps): the report's.
   bool keep_maps = false;
   std::size_t map_tokens = 32;      ///< queries and keys kept per map (a longer report's first ones)

@@ -410,6 +410,7 @@ int model_cmd(const RunArgs& a) {
   mo.chunk_reports = a.chunk ? a.chunk : 128;
   mo.keep_maps = report;  // the top reports' maps (docs/REPORTS.md)
   mo.map_tokens = report::Limits{}.map_tokens;
+  mo.top_reports = a.top;  // the summary's top list (and the report's maps), as for the engine's runs
   const ModelSummary sum = run_model(*source, model, axes, mo);
   if (!a.report_html.empty() || !a.plot_svg.empty()) {  // docs/REPORTS.md: the layer x head grids
     RunStats st;
