@@ -2,6 +2,7 @@
 
 #include "headsep/attention.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,8 +38,11 @@ void forget_temporary(std::size_t slot) {
   if (slot < kMaxTemporaries) std::free(g_temporaries[slot].exchange(nullptr));
 }
 
+// Unnamed (O_TMPFILE) outputs not yet committed: exiting discards them, the handler says so.
+std::atomic<int> g_anonymous{0};
+
 void on_signal(int sig) {
-  int removed = 0;
+  int removed = g_anonymous.load() > 0;
   for (auto& t : g_temporaries)
     if (char* p = t.exchange(nullptr)) removed += ::unlink(p) == 0;
   if (sig != SIGPIPE) {  // a closed stdout (| head) ends quietly
@@ -76,24 +80,51 @@ OutputFile::OutputFile(const std::string& path) : path_(path) {
     direct_ = true;
     return;
   }
-  tmp_ = path + ".tmp-XXXXXX";
-  int fd = ::mkstemp(tmp_.data());
-  if (fd < 0) throw Error(path + ": cannot create output: " + std::strerror(errno));
-  slot_ = register_temporary(tmp_);
+  // First choice: an unnamed file in the target folder (O_TMPFILE), linked in at commit. It has
+  // no name until then, so nothing can be left behind, not even by SIGKILL (mpirun kills the
+  // ranks of a failed job 1 s after SIGTERM; a loaded machine may not run the handler in time).
+  // Where the file system or kernel lacks O_TMPFILE (or /proc is missing for the link), a named
+  // temporary that the signal handler and the destructor remove (HEADSEP_OUTPUT_TMPFILE=0 forces
+  // it: tests cover both).
+  int fd = -1;
+#ifdef O_TMPFILE
+  const char* use = std::getenv("HEADSEP_OUTPUT_TMPFILE");
+  if ((!use || std::strcmp(use, "0") != 0) && ::access("/proc/self/fd", X_OK) == 0) {
+    const auto parent = std::filesystem::path(path).parent_path();
+    fd = ::open(parent.empty() ? "." : parent.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT)
+      throw Error(path + ": cannot create output: " + std::strerror(errno));
+    anonymous_ = fd >= 0;
+    if (anonymous_) ++g_anonymous;
+  }
+#endif
+  if (fd < 0) {
+    tmp_ = path + ".tmp-XXXXXX";
+    fd = ::mkstemp(tmp_.data());
+    if (fd < 0) throw Error(path + ": cannot create output: " + std::strerror(errno));
+    slot_ = register_temporary(tmp_);
+  }
   file_ = ::fdopen(fd, "wb");
   if (!file_) {
+    const int err = errno;
     ::close(fd);
-    forget_temporary(slot_);
-    std::remove(tmp_.c_str());
-    throw Error(path + ": cannot open output: " + std::strerror(errno));
+    if (!anonymous_) {
+      forget_temporary(slot_);
+      std::remove(tmp_.c_str());
+    } else {
+      --g_anonymous;
+      anonymous_ = false;
+    }
+    throw Error(path + ": cannot open output: " + std::strerror(err));
   }
 }
 
 OutputFile::~OutputFile() {
   if (file_ && file_ != stdout) {
     std::fclose(file_);
-    if (!committed_ && !direct_) std::remove(tmp_.c_str());
+    if (!committed_ && !direct_ && !anonymous_) std::remove(tmp_.c_str());
   }
+  if (anonymous_ && !committed_) --g_anonymous;
   forget_temporary(slot_);
 }
 
@@ -112,8 +143,9 @@ void OutputFile::commit() {
     committed_ = true;
     return;
   }
-  // mkstemp creates 0600; give the file the usual permissions.
+  // mkstemp and O_TMPFILE create 0600; give the file the usual permissions.
   ::fchmod(::fileno(file_), 0644);
+  if (anonymous_) return link_anonymous();
   if (std::fclose(file_) != 0) {
     file_ = nullptr;
     std::remove(tmp_.c_str());
@@ -126,6 +158,44 @@ void OutputFile::commit() {
   }
   forget_temporary(slot_);  // renamed: a later signal must not touch the name
   committed_ = true;
+}
+
+// Gives the unnamed file its name. linkat never replaces a file, so: linked straight to PATH when
+// PATH does not exist (atomic: complete or absent); else linked to a fresh temporary name that is
+// renamed over PATH (atomic replace). That name exists only between the two calls and is in the
+// signal handler's table meanwhile. linkat through /proc/self/fd needs no privilege
+// (AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH).
+void OutputFile::link_anonymous() {
+  const std::string self = "/proc/self/fd/" + std::to_string(::fileno(file_));
+  auto fail = [&](const char* what) {
+    const int err = errno;
+    std::fclose(file_);
+    file_ = nullptr;
+    throw Error(path_ + ": " + what + ": " + std::strerror(err));
+  };
+  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path_.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+    if (errno != EEXIST) fail("cannot link output into place");
+    for (int attempt = 0;; ++attempt) {
+      tmp_ = path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(attempt);
+      slot_ = register_temporary(tmp_);
+      if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, tmp_.c_str(), AT_SYMLINK_FOLLOW) == 0) break;
+      forget_temporary(slot_);
+      slot_ = std::size_t(-1);
+      if (errno != EEXIST || attempt == 100) fail("cannot link output into place");
+    }
+    if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+      const int err = errno;
+      std::remove(tmp_.c_str());
+      errno = err;
+      fail("cannot rename output into place");
+    }
+    forget_temporary(slot_);
+  }
+  // Linked: the data are in the file whatever close() says (it was flushed above).
+  std::fclose(file_);
+  file_ = nullptr;
+  committed_ = true;
+  --g_anonymous;
 }
 
 Format parse_format(std::string_view name) {

@@ -9,8 +9,10 @@
 
 namespace headsep {
 
-/// A destination that never leaves a half-written file: writes go to "PATH.tmp-XXXXXX" in the
-/// same folder and commit() renames it over PATH; destroyed without commit(), the temporary is removed.
+/// A destination that never leaves a half-written file: writes go to an unnamed file in PATH's
+/// folder (O_TMPFILE: it vanishes with the process, even on SIGKILL) that commit() links in as
+/// PATH, atomically replacing it; where O_TMPFILE is unsupported, to "PATH.tmp-XXXXXX" renamed over
+/// PATH. Destroyed without commit(), nothing remains.
 /// An empty path or "-" means standard output; an existing non-regular file (a device such as
 /// /dev/null, a FIFO) is written in place.
 class OutputFile {
@@ -28,6 +30,8 @@ class OutputFile {
   std::FILE* file_ = nullptr;
   bool committed_ = false;
   bool direct_ = false;  ///< a device or pipe, written in place
+  bool anonymous_ = false;  ///< an O_TMPFILE file: no name until commit()
+  void link_anonymous();
   std::size_t slot_ = std::size_t(-1);  ///< entry in the table of temporaries signals remove
 };
 
