@@ -16,6 +16,10 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x LSAN_OPTIONS)
 MPI_ENV=(env "LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}detect_leaks=0")
 export OMPI_MCA_rmaps_base_oversubscribe=1
 dir=$(mktemp -d)
+# Open MPI's session directory (default /tmp/ompi.HOST.UID): one per test run, so that jobs of
+# tests running at the same time (ctest -j, other worktrees) never remove the folder another is
+# creating its own in ("A call to mkdir was unable to create the desired directory").
+export OMPI_MCA_orte_tmpdir_base="$dir"
 cleanup_dir() { rm -rf "$dir"; }
 trap cleanup_dir EXIT
 fails=0
