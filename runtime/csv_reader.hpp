@@ -37,6 +37,8 @@ class CsvReader {
   }
   std::uint64_t line() const noexcept { return record_line_; }  ///< line where the record starts
   const std::string& path() const noexcept { return path_; }
+  /// The line number of the next byte (a slice of a larger file continues its numbering).
+  void set_line(std::uint64_t line) noexcept { line_ = line; }
 
  private:
   int get() {

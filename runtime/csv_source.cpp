@@ -317,6 +317,7 @@ class CsvSource final : public ReportSource {
       schema_.given_heads = static_cast<std::uint32_t>(c_weights_.size() - 1);
     }
     header_ = std::move(header);
+    if (opt.first_line) reader_.set_line(opt.first_line);
     has_row_ = read_row();
   }
 

@@ -130,11 +130,30 @@ OutputFile::~OutputFile() {
 
 void OutputFile::write(std::string_view bytes) {
   if (bytes.empty()) return;
+  if (capture_) return (void)capture_->append(bytes);
   if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size())
     throw Error((path_.empty() ? std::string("<stdout>") : path_) + ": write failed: " + std::strerror(errno));
 }
 
+std::uint64_t OutputFile::position() {
+  const off_t at = file_ && file_ != stdout ? ::ftello(file_) : -1;
+  if (at < 0) throw Error(path_ + ": cannot tell the write position: " + std::strerror(errno));
+  return static_cast<std::uint64_t>(at);
+}
+
+void OutputFile::skip(std::uint64_t bytes) {
+  if (!file_ || file_ == stdout || ::fseeko(file_, static_cast<off_t>(bytes), SEEK_CUR) != 0)
+    throw Error(path_ + ": cannot seek: " + std::strerror(errno));
+}
+
+std::string OutputFile::shared_path() const {
+  if (!file_ || file_ == stdout || direct_) return {};
+  if (anonymous_) return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(::fileno(file_));
+  return tmp_;
+}
+
 void OutputFile::commit() {
+  if (capture_) return;
   if (std::fflush(file_) != 0) throw Error(path_ + ": write failed: " + std::strerror(errno));
   if (file_ == stdout) return;
   if (direct_) {

@@ -21,9 +21,18 @@ class OutputFile {
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
+  /// Writes append to *capture, nothing touches the disk; commit() does nothing (a writer used
+  /// only to format, runtime/dist/ offset writes).
+  explicit OutputFile(std::string* capture) : capture_(capture) {}
   void write(std::string_view bytes);
   void commit();
   const std::string& path() const noexcept { return path_; }
+  /// Offset writes (runtime/dist/, one host): the position of the next write; skip() leaves
+  /// `bytes` for another process, which opens shared_path() (this process's descriptor of the
+  /// unfinished file, or its temporary's name) and writes them at that position before commit().
+  std::uint64_t position();
+  void skip(std::uint64_t bytes);
+  std::string shared_path() const;
 
  private:
   std::string path_, tmp_;
@@ -31,6 +40,7 @@ class OutputFile {
   bool committed_ = false;
   bool direct_ = false;  ///< a device or pipe, written in place
   bool anonymous_ = false;  ///< an O_TMPFILE file: no name until commit()
+  std::string* capture_ = nullptr;
   void link_anonymous();
   std::size_t slot_ = std::size_t(-1);  ///< entry in the table of temporaries signals remove
 };

@@ -74,6 +74,9 @@ struct CsvSourceOptions {
   std::vector<std::string> features;   ///< numeric columns to read (those the axes use)
   std::vector<std::string> reports;    ///< report ids to keep; empty = all
   bool weights = true;                 ///< read single_weight / headK_weight columns
+  /// `bytes` = a file's header + a slice of its rows (runtime/dist/ byte ranges): the line number
+  /// of the slice's first byte in that file, so messages name the file's lines. 0 = not a slice.
+  std::uint64_t first_line = 0;
 };
 
 /// The seed-schema CSV reader: report_id, scenario, token, feature columns, single_weight,

@@ -35,6 +35,7 @@
 #include "text_util.hpp"
 #include <oneapi/tbb/info.h>
 #include "profile/scaling.hpp"
+#include "csv_ranges.hpp"
 #include "dist.hpp"
 
 namespace headsep {
@@ -256,7 +257,19 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
   if (a.threads == 0 && dist::local_size() > 1)
     opt.threads = std::max(1u, unsigned(oneapi::tbb::info::default_concurrency()) / unsigned(dist::local_size()));
   if (report && info.attention) opt.keep_top_maps = a.top;  // the report's maps: the summary's top (docs/REPORTS.md)
-  const bool full = !a.per_report.empty() || !a.output.empty() || rows_to_stdout || !a.attention.empty() || report;
+  bool full = !a.per_report.empty() || !a.output.empty() || rows_to_stdout || !a.attention.empty() || report;
+  // HEADSEP_ROWS=offsets (measured alternative, docs/DISTRIBUTED.md): each rank formats its rows
+  // and writes them at their offset in rank 0's file; only the summary's rows travel.
+  const bool offsets = dist::size() > 1 && dist::rows_by_offset_requested();
+  if (offsets) {
+    const bool one_file = a.per_report.empty() != (a.output.empty() || rows_to_stdout) && !rows_to_stdout;
+    const Format f = !one_file ? Format::text : !a.per_report.empty() ? format_from_extension(a.per_report)
+                                              : a.format.empty() ? Format::text : parse_format(a.format);
+    if (!one_file || f == Format::text || !a.attention.empty() || report || dist::local_size() != dist::size())
+      throw UsageError("HEADSEP_ROWS=offsets: rows to one file (--per-report or --output) in csv or jsonl, no --attention or report, all ranks on one host");
+    dist::set_offset_rows(f, info);
+    full = false;
+  }
   if (dist::size() > 1 && dist::rank() != 0) {
     dist::serve(*s.source, *s.weighting, s.axes, opt, full);
     return 0;
@@ -265,6 +278,10 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
   if (dist::size() > 1) opt.exchange = (exchange = dist::make_merger(*s.source, full)).get();
   if (!a.per_report.empty()) add_rows(a.per_report, format_from_extension(a.per_report));
   if (!a.output.empty() || rows_to_stdout) add_rows(a.output, a.format.empty() ? Format::text : parse_format(a.format));
+  if (offsets) {  // the writer's sink slot goes to the one that leaves other ranks' rows to them
+    writers_any.push_back(dist::offset_rows_sink(*exchange, *writers.back(), *files.back()));
+    sinks.back() = writers_any.back().get();
+  }
   if (!a.attention.empty()) {
     files.push_back(std::make_unique<OutputFile>(a.attention));
     writers_any.push_back(make_attention_writer(*files.back(), opt.keep_maps));
@@ -453,6 +470,17 @@ int run_cmd(const RunArgs& a) {
   if (dist::size() > 1 && a.input == "-")
     throw UsageError("--input -: standard input reaches rank 0 only; under mpirun give a file every rank can open");
   Setup s = build_setup(a);
+  // HEADSEP_CSV_SPLIT=ranges (measured alternative, docs/DISTRIBUTED.md): every rank parses its
+  // byte ranges of the CSV instead of rank 0 reading it all.
+  if (dist::size() > 1 && !a.input.empty() && dist::csv_ranges_requested()) {
+    if (!a.reports.empty() || !a.attention.empty() || !a.report_html.empty() || !a.plot_svg.empty())
+      throw UsageError("HEADSEP_CSV_SPLIT=ranges: --report, --attention and the report need report indices while computing; run without it");
+    CsvSourceOptions o;
+    o.path = a.input;
+    o.features = s.source->schema().feature_names;
+    o.weights = s.source->schema().given_heads > 0;
+    s.source = dist::split_csv(o, s.source->schema());
+  }
   return execute(s, a);
 }
 

@@ -17,11 +17,13 @@ enum Tag : int {
   kResult = 1,  ///< worker -> rank 0: a finished chunk, or the worker's end mark (in order)
   kError = 2,   ///< worker -> rank 0: "rank R (host): cause"
   kBatch = 3,   ///< rank 0 -> worker: a chunk read by rank 0 (sequential sources), or the end mark
+  kOffset = 4,  ///< rank 0 -> worker: where the worker writes a chunk's rows (HEADSEP_ROWS=offsets)
 };
 
 /// Bytes and messages this rank sent (payload, whole messages), per tag.
+constexpr int kTags = kOffset + 1;
 struct Counters {
-  std::atomic<std::uint64_t> bytes[4]{}, messages[4]{};
+  std::atomic<std::uint64_t> bytes[kTags]{}, messages[kTags]{};
 };
 Counters& counters();
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "headsep/error.hpp"
+#include "headsep/output.hpp"
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
 
@@ -53,6 +54,16 @@ std::unique_ptr<ChunkExchange> make_merger(const ReportSource& source, bool full
 
 /// Ranks 1..K-1: compute this rank's share and send it to rank 0; returns when the run is over.
 void serve(ReportSource& source, const Weighting& weighting, const AxisMap& axes, RunOptions options, bool full);
+
+/// HEADSEP_ROWS=offsets (measured alternative, docs/DISTRIBUTED.md): per-report rows formatted
+/// by the rank that computed them and written at their offset in rank 0's unfinished file, instead
+/// of gathered to rank 0 and formatted there. "gather" or unset: the default. One host only.
+bool rows_by_offset_requested();
+/// Every rank, before serve()/make_merger(): the rows' format and columns (offset writes on).
+void set_offset_rows(Format format, const RunInfo& info);
+/// Rank 0: the sink that replaces `writer` in the sinks: rank 0's chunks through `writer`, the
+/// others' skipped in `out` after telling their rank where to write them.
+std::unique_ptr<ResultSink> offset_rows_sink(ChunkExchange& merger, ResultWriter& writer, OutputFile& out);
 
 /// HEADSEP_MPI_STATS=1: one line per rank on stderr at the end (bytes and messages sent).
 void print_stats();

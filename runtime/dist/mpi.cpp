@@ -134,14 +134,16 @@ void print_stats() {
   auto& c = detail::counters();
   std::fprintf(stderr,
                "headsep: mpi: rank %d of %d sent %llu bytes in %llu messages (results %llu B, batches %llu B, "
-               "errors %llu B)\n",
+               "errors %llu B, row offsets %llu B)\n",
                g_rank, g_size,
-               static_cast<unsigned long long>(c.bytes[detail::kResult] + c.bytes[detail::kBatch] + c.bytes[detail::kError]),
+               static_cast<unsigned long long>(c.bytes[detail::kResult] + c.bytes[detail::kBatch] + c.bytes[detail::kError] +
+                                               c.bytes[detail::kOffset]),
                static_cast<unsigned long long>(c.messages[detail::kResult] + c.messages[detail::kBatch] +
-                                               c.messages[detail::kError]),
+                                               c.messages[detail::kError] + c.messages[detail::kOffset]),
                static_cast<unsigned long long>(c.bytes[detail::kResult].load()),
                static_cast<unsigned long long>(c.bytes[detail::kBatch].load()),
-               static_cast<unsigned long long>(c.bytes[detail::kError].load()));
+               static_cast<unsigned long long>(c.bytes[detail::kError].load()),
+               static_cast<unsigned long long>(c.bytes[detail::kOffset].load()));
 }
 
 namespace detail {

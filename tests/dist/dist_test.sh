@@ -67,6 +67,44 @@ csv() {
     mpi -np $k "$H" "${run[@]}" --summary "$dir/k$k-s.json" || fail "-np $k summary only"
     same "$dir/one-s.json" "$dir/k$k-s.json" "CSV summary only, -np $k"
   done
+  # The measured alternatives (docs/DISTRIBUTED.md): byte ranges of the CSV parsed by every rank
+  # (HEADSEP_CSV_SPLIT=ranges), with quoted newlines, blank lines and tiny blocks that put block
+  # starts inside quoted fields; rows written at offsets by the rank that computed them
+  # (HEADSEP_ROWS=offsets). Both byte-identical to one process.
+  python3 "$SRC/tests/dist/make_csv.py" "$dir/nl.csv" 1500 --newlines || fail "make_csv --newlines"
+  local nl=(run -i "$dir/nl.csv" --chunk 37 -q)
+  "$H" "${nl[@]}" --threads 2 --summary "$dir/nl1.json" --per-report "$dir/nl1.csv" -o "$dir/nl1.txt" || fail "one process (newlines)"
+  "$H" "${nl[@]}" --summary "$dir/nl1-s.json" --per-report "$dir/nl1.jsonl" || fail "one process (newlines, jsonl)"
+  for k in 2 3; do
+    for bytes in "" 997 101; do
+      mpi -np $k -x HEADSEP_CSV_SPLIT=ranges ${bytes:+-x HEADSEP_CSV_RANGE_BYTES=$bytes} "$H" "${nl[@]}" --threads 1 \
+        --summary "$dir/r$k.json" --per-report "$dir/r$k.csv" -o "$dir/r$k.txt" || fail "ranges -np $k ${bytes:-default} bytes"
+      same "$dir/nl1.json" "$dir/r$k.json" "byte ranges: summary, -np $k, blocks of ${bytes:-default} bytes"
+      same "$dir/nl1.csv" "$dir/r$k.csv" "byte ranges: CSV rows, -np $k, blocks of ${bytes:-default} bytes"
+      same "$dir/nl1.txt" "$dir/r$k.txt" "byte ranges: text rows, -np $k, blocks of ${bytes:-default} bytes"
+    done
+    mpi -np $k -x HEADSEP_ROWS=offsets "$H" "${nl[@]}" --threads 1 --summary "$dir/o$k.json" --per-report "$dir/o$k.csv" ||
+      fail "offsets -np $k"
+    same "$dir/nl1.json" "$dir/o$k.json" "offset writes: summary, -np $k"
+    same "$dir/nl1.csv" "$dir/o$k.csv" "offset writes: CSV rows, -np $k"
+    mpi -np $k -x HEADSEP_ROWS=offsets "$H" "${nl[@]}" --threads 1 --format jsonl -o "$dir/o$k.jsonl" || fail "offsets -np $k jsonl"
+    same "$dir/nl1.jsonl" "$dir/o$k.jsonl" "offset writes: JSON lines via --output, -np $k"
+  done
+  # A bad row found by rank 1 in its range: the file's line, as one process names it.
+  python3 "$SRC/tests/dist/make_csv.py" "$dir/nlbad.csv" 1500 4000 --newlines || fail "make_csv"
+  "$H" run -i "$dir/nlbad.csv" -q --summary "$dir/x.json" 2> "$dir/err1"
+  local want
+  want=$(grep -o "nlbad.csv:[0-9]*: column 'decision_axis': 'oops' is not a finite number" "$dir/err1")
+  [ -n "$want" ] || fail "one process names the bad row: $(cat "$dir/err1")"
+  mpi -np 2 -x HEADSEP_CSV_SPLIT=ranges -x HEADSEP_CSV_RANGE_BYTES=3001 "$H" run -i "$dir/nlbad.csv" -q --summary "$dir/x.json" 2> "$dir/err2" &&
+    fail "ranges: a bad row passed"
+  grep -qF "$want" "$dir/err2" || fail "ranges: bad row not named as one process names it ($want): $(head -3 "$dir/err2")"
+  [ ! -e "$dir/x.json" ] || fail "ranges: output left after a bad row"
+  # Synthetic source, offset writes: rank 0's rows and the others' interleave at their offsets.
+  local gen=(run -s ops-reports -w axis-focus -p reports=5000 -p names=true --chunk 300 -q)
+  "$H" "${gen[@]}" --threads 1 --per-report "$dir/g1.csv" || fail "one process (synthetic)"
+  mpi -np 3 -x HEADSEP_ROWS=offsets "$H" "${gen[@]}" --threads 1 --per-report "$dir/g3.csv" || fail "offsets, synthetic -np 3"
+  same "$dir/g1.csv" "$dir/g3.csv" "offset writes: synthetic CSV rows, -np 3"
   # Rows on stdout (the seed's text format) from rank 0 only.
   "$H" run -i "$dir/in.csv" --chunk 37 > "$dir/one.out" || fail "stdout, one process"
   mpi -np 2 "$H" run -i "$dir/in.csv" --chunk 37 > "$dir/k2.out" || fail "stdout, -np 2"
