@@ -314,6 +314,7 @@ class RangeMerger final : public ChunkExchange {
           local_more_ = csv_.next(local_, chunk);
           local_block_ = csv_.last_block();
           local_ready_ = true;
+          csv_.forget_before(UINT64_MAX);  // block_of() is for the workers' sinks
         }
         if (!local_more_ || local_block_ != block_) continue;
         batch = std::move(local_);

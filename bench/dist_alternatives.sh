@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The two scale-out choices the issue asks to measure (docs/DISTRIBUTED.md), on one machine:
+#  - CSV input: rank 0 reads and hands chunks out (default) vs every rank parsing byte ranges
+#    aligned to report boundaries (HEADSEP_CSV_SPLIT=ranges);
+#  - per-report rows: gathered to rank 0 and formatted there (default) vs formatted by the rank
+#    that computed them and written at offsets (HEADSEP_ROWS=offsets).
+# Each configuration runs REPEAT times (best wall time; CPU = user + sys of every process, from
+# /usr/bin/time around mpirun, which waits for its ranks); bytes sent per rank from
+# HEADSEP_MPI_STATS=1; every configuration of a kind must write the same bytes (checked).
+# Usage: bench/dist_alternatives.sh [CSV_REPORTS=400000] [GEN_REPORTS=500000] [REPEAT=3]
+#   CSV_REPORTS: reports in the generated CSV (tests/dist/make_csv.py, ~580 B per report and
+#   scenario row set; files in /dev/shm); GEN_REPORTS: ops-reports for the synthetic rows run.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+H=${HEADSEP:-$here/build/headsep}
+csv_reports=${1:-400000} gen_reports=${2:-500000} repeat=${3:-3}
+out=$(mktemp -d /dev/shm/headsep-alt.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -x HEADSEP_MPI_STATS=1)
+
+python3 "$here/tests/dist/make_csv.py" "$out/in.csv" "$csv_reports"
+echo "# $(lscpu | grep 'Model name' | sed 's/  */ /g'); $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# CSV: $csv_reports reports, $(stat -c %s "$out/in.csv") bytes; synthetic rows: ops-reports x axis-focus, $gen_reports reports; best of $repeat"
+echo "# wall s (CPU s = user + sys of every process); MB sent by rank 0 and rank 1"
+best() {  # best TAG CMD...: "wall cpu" of the run with the best wall time
+  local tag=$1 b="999999 0" t
+  shift
+  for _ in $(seq "$repeat"); do
+    /usr/bin/time -o "$out/time" -f "%e %U %S" "$@" > /dev/null 2> "$out/$tag.err"
+    t=$(awk '{printf "%s %.2f", $1, $2 + $3}' "$out/time")
+    b=$(python3 -c "a, c = '$b'.split(), '$t'.split(); print(' '.join(c if float(c[0]) < float(a[0]) else a))")
+  done
+  echo "$b"
+}
+sent() {  # sent TAG: "rank0 MB / rank1 MB" from HEADSEP_MPI_STATS lines
+  python3 - "$out/$1.err" << 'EOF'
+import re, sys
+m = {int(r): int(b) for r, b in re.findall(r"rank (\d+) of \d+ sent (\d+) bytes", open(sys.argv[1]).read())}
+print(" / ".join(f"{m[r] / 1e6:.1f}" for r in sorted(m)) if m else "-")
+EOF
+}
+run_kind() {  # run_kind KIND FILES -- CONFIG=CMD... (CMD words separated by spaces, no quoting)
+  local kind=$1 ref="" sum
+  shift
+  for cfg in "$@"; do
+    local name=${cfg%%=*} cmd=${cfg#*=}
+    rm -f "$out"/S.json "$out"/R.csv
+    # shellcheck disable=SC2086
+    read -r wall cpu <<< "$(best "$kind-$name" $cmd)"
+    sum=$(cat "$out"/S.json "$out"/R.csv 2> /dev/null | md5sum | cut -c1-12)
+    [ -z "$ref" ] && ref=$sum
+    [ "$sum" = "$ref" ] || echo "!! $kind $name: output differs from the first configuration"
+    printf '%-18s %-22s %7.2f s wall %7.2f s CPU  sent MB %-14s (output %s)\n' "$kind" "$name" "$wall" "$cpu" "$(sent "$kind-$name")" "$sum"
+  done
+}
+csv=(run -i "$out/in.csv" -q)
+gen=(run -s ops-reports -w axis-focus -p reports="$gen_reports" -q)
+S="--summary $out/S.json" R="--per-report $out/R.csv"
+run_kind csv-summary \
+  "1x1=$H ${csv[*]} --threads 1 $S" \
+  "1x2=$H ${csv[*]} --threads 2 $S" \
+  "np2:rank0-reads=${mpi[*]} -np 2 $H ${csv[*]} --threads 1 $S" \
+  "np2:ranges=${mpi[*]} -np 2 -x HEADSEP_CSV_SPLIT=ranges $H ${csv[*]} --threads 1 $S"
+run_kind csv-rows \
+  "1x1=$H ${csv[*]} --threads 1 $S $R" \
+  "1x2=$H ${csv[*]} --threads 2 $S $R" \
+  "np2:rank0,gather=${mpi[*]} -np 2 $H ${csv[*]} --threads 1 $S $R" \
+  "np2:rank0,offsets=${mpi[*]} -np 2 -x HEADSEP_ROWS=offsets $H ${csv[*]} --threads 1 $S $R" \
+  "np2:ranges,gather=${mpi[*]} -np 2 -x HEADSEP_CSV_SPLIT=ranges $H ${csv[*]} --threads 1 $S $R"
+run_kind gen-rows \
+  "1x1=$H ${gen[*]} --threads 1 $S $R" \
+  "1x2=$H ${gen[*]} --threads 2 $S $R" \
+  "np2:gather=${mpi[*]} -np 2 $H ${gen[*]} --threads 1 $S $R" \
+  "np2:offsets=${mpi[*]} -np 2 -x HEADSEP_ROWS=offsets $H ${gen[*]} --threads 1 $S $R"
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
