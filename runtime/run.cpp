@@ -28,9 +28,11 @@
 #include <oneapi/tbb/parallel_pipeline.h>
 
 #include "attention_stage.hpp"
+#include "float_bits.hpp"
 #include "headsep/attention.hpp"
 #include "headsep/error.hpp"
 #include "profile/profiler_impl.hpp"
+#include "token_pool.hpp"
 #include "tsan_order.hpp"
 
 namespace headsep {
@@ -64,45 +66,16 @@ struct Work {
   bool remote = false;  // computed by another process (RunOptions::exchange): only sinks' prepare is left
 };
 
-// Owns every Work, so batches in flight are freed even when a stage throws.
-class WorkPool {
- public:
-  Work* take() {
-    std::lock_guard lock(mutex_);
-    if (free_.empty()) {
-      all_.push_back(std::make_unique<Work>());
-      return all_.back().get();
-    }
-    Work* w = free_.back();
-    free_.pop_back();
-    w->error = nullptr;
-    return w;
-  }
-  void give(Work* w) {
-    std::lock_guard lock(mutex_);
-    free_.push_back(w);
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Work>> all_;
-  std::vector<Work*> free_;
-};
+// Batches in flight, owned here (token_pool.hpp says why raw pointers).
+using WorkPool = detail::TokenPool<Work>;
 
 void check_weights(const ReportBatch& batch, const WeightBlock& w, const std::string& scenario, const std::string& label) {
   const std::size_t n = batch.n_tokens();
   for (std::uint32_t h = 0; h <= w.heads; ++h) {
     const double* row = w.rows[h].data();
-    // Bit 63 set iff some weight is Inf/NaN ((exponent + 1 unit) carries into the sign) or
-    // negative other than -0.0 ((u - 1) & u keeps the sign bit only for u > 0x8000...0): integer
-    // ops only, so it vectorises at the baseline ISA (the float compare did not: 10 % of the main job).
-    constexpr std::uint64_t kExp = 0x7FF0000000000000ull, kUnit = 0x0010000000000000ull;
+    // Bit 63 set iff some weight is Inf/NaN or negative other than -0.0 (float_bits.hpp).
     std::uint64_t acc = 0;
-    for (std::size_t t = 0; t < n; ++t) {
-      std::uint64_t u;
-      std::memcpy(&u, row + t, sizeof u);
-      acc |= ((u & kExp) + kUnit) | ((u - 1) & u);
-    }
+    for (std::size_t t = 0; t < n; ++t) acc |= detail::nonfinite_bit(row[t]) | detail::negative_bit(row[t]);
     if (!(acc >> 63)) continue;
     for (std::size_t r = 0; r < batch.n_reports(); ++r)
       for (auto t = batch.token_offset[r]; t < batch.token_offset[r + 1]; ++t)
@@ -118,17 +91,10 @@ void check_weights(const ReportBatch& batch, const WeightBlock& w, const std::st
   }
 }
 
-// Bit 63 set iff some value is Inf or NaN: an all-ones exponent plus one exponent unit carries
-// into the sign bit. Integer and/add/or only, so it vectorises at the baseline ISA (std::isfinite
-// in a loop did not: 3% of a short-report attention run).
+// Bit 63 set iff some value is Inf or NaN (float_bits.hpp).
 std::uint64_t nonfinite_bits(const std::vector<double>& v) noexcept {
-  constexpr std::uint64_t kExp = 0x7FF0000000000000ull, kUnit = 0x0010000000000000ull;
   std::uint64_t acc = 0;
-  for (double x : v) {
-    std::uint64_t u;
-    std::memcpy(&u, &x, sizeof u);
-    acc |= (u & kExp) + kUnit;
-  }
+  for (double x : v) acc |= detail::nonfinite_bit(x);
   return acc;
 }
 
@@ -345,6 +311,7 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
       return nullptr;
     }
     Work* w = pool.take();
+    w->error = nullptr;
     w->index = index;
     w->remote = false;
     if (merger) {

@@ -1,5 +1,7 @@
 #include "headsep/stats.hpp"
 
+#include "float_bits.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -139,14 +141,12 @@ void QuantileSketch::add(double x) {
 }
 
 void QuantileSketch::add(const double* x, std::size_t n) {
-  // Non-finite check by integer bits ((exponent + 1 unit) carries into bit 63 for Inf/NaN), which
-  // needs no compare per value; min and max keep the sequential order (signed zeros).
-  constexpr uint64_t kExp = 0x7FF0000000000000ull, kUnit = 0x0010000000000000ull;
+  // Non-finite check by integer bits (float_bits.hpp), no compare per value; min and max keep
+  // the sequential order (signed zeros).
   uint64_t bad = 0;
   double lo = min_, hi = max_;
   for (std::size_t i = 0; i < n; ++i) {
-    const uint64_t u = std::bit_cast<uint64_t>(x[i]);
-    bad |= (u & kExp) + kUnit;
+    bad |= detail::nonfinite_bit(x[i]);
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
   }

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "headsep/error.hpp"
+#include "token_pool.hpp"
 #include "tsan_order.hpp"
 
 namespace headsep {
@@ -220,18 +221,22 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
   // invocations, everything any stage did (for what follows the pipeline).
   static const char built = 0;
   const char input_order = 0, output_order = 0, all_stages = 0;
-  auto input = [&](tbb::flow_control& fc) -> std::shared_ptr<Item> {
+  // Items in flight (raw-pointer tokens: token_pool.hpp says why).
+  detail::TokenPool<Item> pool;
+  auto input = [&](tbb::flow_control& fc) -> Item* {
     if (input_failed || done || (chunks && next_index >= chunks)) {
       fc.stop();
       return nullptr;
     }
-    auto it = std::make_shared<Item>();
+    Item* it = pool.take();
+    *it = Item{};
     it->index = next_index++;
     if (!random) {
       try {
         if (!source.next(it->batch, chunk)) {
           done = true;
           fc.stop();
+          pool.give(it);
           return nullptr;
         }
         it->scenario = scenario_of(it->batch, schema);
@@ -299,31 +304,32 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
     flops += it.sums.flops;
   };
   const auto filters =
-      tbb::make_filter<void, std::shared_ptr<Item>>(tbb::filter_mode::serial_in_order,
-                                                    [&](tbb::flow_control& fc) -> std::shared_ptr<Item> {
-                                                      tsan::acquire(&built);
-                                                      tsan::ReleaseOnExit end{&all_stages};
-                                                      tsan::acquire(&input_order);
-                                                      auto it = input(fc);
-                                                      if (it) tsan::release(it.get());
-                                                      tsan::release(&input_order);
-                                                      return it;
-                                                    }) &
-      tbb::make_filter<std::shared_ptr<Item>, std::shared_ptr<Item>>(tbb::filter_mode::parallel,
-                                                                     [&](std::shared_ptr<Item> it) {
-                                                                       tsan::acquire(&built);
-                                                                       tsan::ReleaseOnExit end{&all_stages};
-                                                                       tsan::acquire(it.get());
-                                                                       work(*it);
-                                                                       tsan::release(it.get());
-                                                                       return it;
-                                                                     }) &
-      tbb::make_filter<std::shared_ptr<Item>, void>(tbb::filter_mode::serial_in_order, [&](std::shared_ptr<Item> it) {
+      tbb::make_filter<void, Item*>(tbb::filter_mode::serial_in_order,
+                                    [&](tbb::flow_control& fc) -> Item* {
+                                      tsan::acquire(&built);
+                                      tsan::ReleaseOnExit end{&all_stages};
+                                      tsan::acquire(&input_order);
+                                      Item* it = input(fc);
+                                      if (it) tsan::release(it);
+                                      tsan::release(&input_order);
+                                      return it;
+                                    }) &
+      tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel,
+                                     [&](Item* it) {
+                                       tsan::acquire(&built);
+                                       tsan::ReleaseOnExit end{&all_stages};
+                                       tsan::acquire(it);
+                                       work(*it);
+                                       tsan::release(it);
+                                       return it;
+                                     }) &
+      tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, [&](Item* it) {
         tsan::acquire(&built);
         tsan::ReleaseOnExit end{&all_stages};
         tsan::acquire(&output_order);
-        tsan::acquire(it.get());
-        merge(*it);
+        tsan::acquire(it);
+        merge(*it);  // may throw: the pool still owns the item
+        pool.give(it);
         tsan::release(&output_order);
       });
   tsan::release(&built);
