@@ -187,7 +187,7 @@ TEST_CASE("engine matches a straightforward reference on random CSVs (N = 1..5 h
   }
 }
 
-TEST_CASE("output is byte-identical for any thread count and chunk size; SIMD levels agree in f64", "[metrics][determinism]") {
+TEST_CASE("output is byte-identical for any thread count and chunk size, SIMD levels agree in f64", "[metrics][determinism]") {
   std::mt19937_64 g(99);
   TempDir dir;
   // A larger uniform-length set so vector paths and several batches are exercised.

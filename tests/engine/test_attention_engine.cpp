@@ -82,7 +82,7 @@ TEST_CASE("a 1-token report: entropy 0, confidence 1, no previous token", "[atte
   }
 }
 
-TEST_CASE("attention dumps: --attention writes the maps of chosen reports; rows are distributions", "[attention][cli]") {
+TEST_CASE("attention dumps: --attention writes the maps of chosen reports, rows are distributions", "[attention][cli]") {
   TempDir dir;
   auto r = run_cli(kQkv + "-p reports=40 -p heads=2 -p qkv.causal=true --quiet --attention " +
                    shell_quote(dir.file("maps.jsonl")) + " --attention-reports index:3,17");

@@ -64,7 +64,7 @@ std::vector<std::string> csv_run(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("a field beyond the 16 MiB row limit is refused after 16 MiB; a 15 MiB field passes", "[limits]") {
+TEST_CASE("a field beyond the 16 MiB row limit is refused after 16 MiB, a 15 MiB field passes", "[limits]") {
   TempDir dir;
   const std::string big = dir.file("big.csv"), ok = dir.file("ok.csv");
   const std::string mib(1 << 20, 'x');
@@ -89,7 +89,7 @@ TEST_CASE("a field beyond the 16 MiB row limit is refused after 16 MiB; a 15 MiB
   CHECK_PEAK(passed, 128 * 1024);
 }
 
-TEST_CASE("30000 head columns are refused at the header; 1024 heads run in bounded memory", "[limits]") {
+TEST_CASE("30000 head columns are refused at the header, 1024 heads run in bounded memory", "[limits]") {
   TempDir dir;
   auto header = [](int heads) {
     std::string h = "report_id,scenario,token,decision_axis,evidence_axis,single_weight";

@@ -210,7 +210,7 @@ TEST_CASE("f64 special values (signed zeros, infinities, NaN, subnormals) match 
       }
 }
 
-TEST_CASE("every built level is listed; unsupported levels fail with a clear error", "[kernels]") {
+TEST_CASE("every built level is listed, unsupported levels fail with a clear error", "[kernels]") {
   const auto built = compiled_levels(), sup = supported_levels();
   REQUIRE(!built.empty());
   CHECK(built.front() == SimdLevel::scalar);

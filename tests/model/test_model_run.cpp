@@ -89,7 +89,7 @@ TEST_CASE("text generator: CSV and JSON lines, scenarios, through the model", "[
   CHECK(j["scenarios"][0]["reports"] == 2);
 }
 
-TEST_CASE("text and model errors name the file and line; exit 1, nothing written", "[model][cli]") {
+TEST_CASE("text and model errors name the file and line, exit 1, nothing written", "[model][cli]") {
   testutil::TempDir tmp;
   const std::string s = tmp.file("s.json");
   auto expect_error = [&](const std::string& args, const std::string& what) {

@@ -365,7 +365,7 @@ TEST_CASE("safetensors: the reader is movable and unmaps once", "[safetensors]")
   for (const auto& s : many) CHECK(s.read_f32("a")[1] == 2.0f);
 }
 
-TEST_CASE("safetensors: torch-written dtypes (F16, BF16, F64 converted as torch casts; I64, BOOL skipped)",
+TEST_CASE("safetensors: torch-written dtypes (F16, BF16, F64 converted as torch casts, I64 and BOOL skipped)",
           "[safetensors][fixture]") {
   const json ex = load_json("tests/data/mha_small_expected.json");
   const SafeTensors st(testutil::source_path("tests/data/mha_small_dtypes.safetensors"));

@@ -298,7 +298,7 @@ TEST_CASE("tensor: bad files and parameters name the file and the tensor", "[ten
   CHECK(contains(missing, "absent.safetensors"));
 }
 
-TEST_CASE("tensor: the CLI runs a safetensors batch; without features the seed axes are refused with a hint", "[tensor][cli]") {
+TEST_CASE("tensor: the CLI runs a safetensors batch, without features the seed axes are refused with a hint", "[tensor][cli]") {
   TempDir tmp;
   Uniform u;
   const auto path = tmp.file("x.safetensors");
