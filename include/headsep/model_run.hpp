@@ -38,6 +38,8 @@
 
 namespace headsep {
 
+class Profiler;  // headsep/profile.hpp
+
 struct ModelRunOptions {
   unsigned threads = 0;             ///< 0 = all cores
   std::size_t chunk_reports = 128;  ///< reports per batch
@@ -47,6 +49,8 @@ struct ModelRunOptions {
   /// Keep the attention maps of the top reports (each recomputed alone, with maps): the report's.
   bool keep_maps = false;
   std::size_t map_tokens = 32;      ///< queries and keys kept per map (a longer report's first ones)
+  /// Where the run's time goes (headsep/profile.hpp), filled when run_model returns; null = off.
+  Profiler* profiler = nullptr;
 };
 
 /// The attention maps of one report, every layer and head: maps[((l*(H+1) + h)*keys + q)*keys + k]

@@ -5,6 +5,8 @@
 //   auto stats = run(source, weighting, axes, opt, sinks);
 //   std::fputs(prof.table().c_str(), stderr);   // or prof.result(), prof.json(), prof.trace_json()
 //
+// run_model (model_run.hpp) takes one the same way: ModelRunOptions::profiler.
+//
 // The engine marks each stage of each batch on the thread that runs it (runtime/profile/): one
 // monotonic and one thread-CPU clock read per stage transition, plus one read() of a hardware
 // counter group when the kernel allows perf_event_open. Without a Profiler the engine reads no
@@ -31,7 +33,8 @@ struct ProfileOptions {
 /// One pipeline stage (per scenario for weighting, per sink for prepare/consume).
 struct StageProfile {
   std::string name;      ///< e.g. "weighting [balanced_heads]", "sink consume: CsvWriter"
-  std::string kind;      ///< input, generate, axes, weighting, validate, kernels, attention, prepare, consume
+  std::string kind;      ///< input, generate, axes, weighting, validate, kernels, attention, prepare, consume;
+                         ///< model runs (run_model): input/generate, axes, forward, heads, consume (the merge)
   std::string plugin;    ///< the plugin (name and file) whose code runs here, else empty
   bool serial = false;   ///< one batch at a time (input, consume)
   double active_s = 0;   ///< wall time during which at least one thread was in this stage

@@ -222,6 +222,16 @@ report::Header report_header(const RunArgs& a, const RunOptions& opt, const RunS
   return h;
 }
 
+/// The summary JSON with the profile as its last member, "profile" (the profiler's dump(2)
+/// layout, one `indent` deeper: the summary's own indent).
+std::string with_profile(std::string text, const Profiler& profiler, const std::string& indent) {
+  std::string p = profiler.json(), indented;
+  for (char c : p) indented += c == '\n' ? "\n" + indent : std::string(1, c);
+  text = text.substr(0, text.rfind('}'));
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text + ",\n" + indent + "\"profile\": " + indented + "\n}\n";
+}
+
 int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&, const RunStats&)>& after = {}) {
   RunOptions opt = run_options(a);
   opt.progress = !a.quiet && ::isatty(STDERR_FILENO);
@@ -315,13 +325,7 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
   if (!a.summary.empty()) {
     OutputFile out(a.summary);
     std::string text = summary->json();
-    if (a.profile) {  // the summary's last member: "profile" (dump(2) layout, one level deeper)
-      std::string p = profiler->json(), indented;
-      for (char c : p) indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
-      text = text.substr(0, text.rfind('}')) ;
-      while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-      text += ",\n  \"profile\": " + indented + "\n}\n";
-    }
+    if (a.profile) text = with_profile(text, *profiler, "  ");
     out.write(text);
     out.commit();
   }
@@ -428,6 +432,15 @@ int model_cmd(const RunArgs& a) {
   mo.keep_maps = report;  // the top reports' maps (docs/REPORTS.md)
   mo.map_tokens = report::Limits{}.map_tokens;
   mo.top_reports = a.top;  // the summary's top list (and the report's maps), as for the engine's runs
+  std::unique_ptr<Profiler> profiler;  // --profile / --trace: the engine's profiler, the model's stages
+  std::unique_ptr<OutputFile> trace;
+  if (a.profile || !a.trace.empty()) {
+    ProfileOptions po;
+    po.trace = !a.trace.empty();
+    profiler = std::make_unique<Profiler>(po);
+    mo.profiler = profiler.get();
+    if (!a.trace.empty()) trace = std::make_unique<OutputFile>(a.trace);
+  }
   const ModelSummary sum = run_model(*source, model, axes, mo);
   if (!a.report_html.empty() || !a.plot_svg.empty()) {  // docs/REPORTS.md: the layer x head grids
     RunStats st;
@@ -440,9 +453,10 @@ int model_cmd(const RunArgs& a) {
   }
   if (!a.summary.empty()) {
     OutputFile out(a.summary);
-    out.write(sum.json());
+    out.write(a.profile ? with_profile(sum.json(), *profiler, " ") : sum.json());
     out.commit();
   }
+  if (trace) trace->write(profiler->trace_json()), trace->commit();
   if (!a.quiet) {
     std::uint64_t reports = 0, tokens = 0;
     for (const auto& sc : sum.scenarios) reports += sc.reports, tokens += sc.tokens;
@@ -454,6 +468,7 @@ int model_cmd(const RunArgs& a) {
                 sum.seconds > 0 ? 100.0 * sum.gflop / sum.seconds / (peak * sum.threads) : 0.0, sum.threads, peak,
                 sum.simd.c_str(), sum.threads);
   }
+  if (a.profile) std::fprintf(stderr, "%s", profiler->table().c_str());
   return 0;
 }
 

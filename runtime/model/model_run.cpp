@@ -19,6 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "headsep/error.hpp"
+#include "headsep/run.hpp"
+#include "profile/profiler_impl.hpp"
 #include "token_pool.hpp"
 #include "tsan_order.hpp"
 
@@ -92,8 +94,11 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
   const std::uint64_t chunks = random && source.total_reports() ? (source.total_reports() + chunk - 1) / chunk : 0;
   std::atomic<bool> done{false};
 
-  auto compute = [&](Item& it) {
+  // --profile (runtime/profile/, the engine's profiler): the parallel stage's clock moves from
+  // token ids + axes to the forward to the head metrics; without a profiler each is a branch.
+  auto compute = [&](Item& it, prof::StageTimer& timer) {
     ReportBatch& b = it.batch;
+    timer.to(prof::kAxes);
     if (random) it.scenario = scenario_of(b, schema);  // a random-access schema is fixed
     const std::size_t R = b.n_reports(), T = b.n_tokens();
     Scratch& s = scratch.local();
@@ -125,8 +130,10 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
       s.outs[l].pair_stats = s.ps[l].data();
       s.outs[l].stride = R;
     }
+    timer.to(prof::kForward);
     model.forward(s.ids.data(), b.token_offset.data(), R, static_cast<std::uint32_t>(C), s.axis_ptr.data(), opt.simd,
                   s.outs, nullptr, s.bert);
+    timer.to(prof::kHeads);
     Sums& m = it.sums;
     m.reports = R;
     m.tokens = T;
@@ -196,7 +203,9 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
         outs[l].context = c1.data(), outs[l].head_stats = h1.data(), outs[l].pair_stats = p1.data(), outs[l].stride = 1;
         outs[l].maps = s.maps[l].data(), outs[l].maps_offset = &zero;
       }
+      timer.to(prof::kForward);
       model.forward(s.ids.data(), off, 1, static_cast<std::uint32_t>(C), s.axis_ptr.data(), opt.simd, outs, nullptr, s.bert);
+      timer.to(prof::kHeads);
       ModelMap mm;
       mm.id = b.report_id(r);
       mm.index = index;
@@ -213,9 +222,13 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
     }
   };
 
+  Profiler* const profiler = opt.profiler;
+  if (profiler) {
+    profiler->impl().begin_run(prof::RunSetup{threads, random, false, source.label(), {}, {"merge"}}, model.name());
+  }
   const auto t0 = std::chrono::steady_clock::now();
   double flops = 0;
-  std::uint64_t delivered = 0;
+  std::uint64_t delivered = 0, batches = 0;
   bool input_failed = false;
   // ThreadSanitizer tokens (tsan_order.hpp): the filters built, the input and output stages'
   // invocations, everything any stage did (for what follows the pipeline).
@@ -250,9 +263,12 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
   };
   auto work = [&](Item& it) {
     if (it.error) return;
+    prof::StageTimer timer(profiler, it.index);
     try {
+      if (random) timer.to(prof::kGenerate);
       if (random && !source.fill(it.index, chunk, it.batch)) return;  // past the end: empty
-      compute(it);
+      timer.reports(it.batch.n_reports());
+      compute(it, timer);
     } catch (...) {
       it.error = std::current_exception();
     }
@@ -266,7 +282,11 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
       if (random) done = true;
       return;
     }
+    prof::StageTimer timer(profiler, it.index);
+    timer.reports(it.sums.reports);
+    timer.to(prof::consume(0));
     delivered += it.sums.reports;
+    ++batches;
     auto [pos, fresh] = index_of.try_emplace(it.scenario, out.scenarios.size());
     if (fresh) {
       ModelSummary::Scenario sc;
@@ -309,7 +329,11 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
                                       tsan::acquire(&built);
                                       tsan::ReleaseOnExit end{&all_stages};
                                       tsan::acquire(&input_order);
+                                      prof::StageTimer timer(profiler, next_index);
+                                      timer.to(prof::kInput);
                                       Item* it = input(fc);
+                                      if (it) timer.reports(it->batch.n_reports());
+                                      else timer.drop();
                                       if (it) tsan::release(it);
                                       tsan::release(&input_order);
                                       return it;
@@ -346,6 +370,11 @@ ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisM
                 std::to_string(source.total_reports()) + " (total_reports); the summary would be incomplete");
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.gflop = flops * 1e-9;
+  if (profiler) {
+    RunStats st;  // one (report, scenario) group per report: the model has no weighting scenarios
+    st.seconds = out.seconds, st.batches = batches, st.reports = delivered, st.groups = delivered;
+    profiler->impl().end_run(st, {});
+  }
   return out;
 }
 

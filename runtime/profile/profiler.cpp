@@ -140,6 +140,7 @@ using namespace prof;
 struct Profiler::Impl::State {
   std::uint64_t generation = ++g_generation;
   RunSetup setup;
+  std::string model;  // run_model's model; empty: the engine
   std::int64_t t0 = 0;
   std::mutex threads_mutex;
   std::vector<std::unique_ptr<Thread>> threads;
@@ -167,8 +168,9 @@ Profiler::Profiler(ProfileOptions options) : impl_(std::make_unique<Impl>(option
 Profiler::~Profiler() = default;
 const ProfileResult& Profiler::result() const { return impl_->result; }
 
-void Profiler::Impl::begin_run(const RunSetup& setup) {
+void Profiler::Impl::begin_run(const RunSetup& setup, const std::string& model) {
   s->setup = setup;
+  s->model = model;
   s->counters_on = false;
   if (opt.counters) {
     int fd[kCounters] = {-1, -1, -1}, err = 0;
@@ -382,14 +384,21 @@ void Profiler::Impl::end_run(const RunStats& stats, const std::vector<std::strin
       wall += a.wall, cpu += a.cpu, st.batches += a.batches;
       for (int i = 0; i < kCounters; ++i) ctr[i] += a.ctr[i];
     }
+    const bool model = !s->model.empty();
     if (id == kInput) {
       st.kind = "input", st.serial = true;
-      st.name = su.random_access ? "input (dispatch)" : "input (read + parse)";
+      st.name = su.random_access ? "input (dispatch)" : model ? "input (read + parse + tokenize)" : "input (read + parse)";
       if (!su.random_access) st.plugin = su.source_label;
     } else if (id == kGenerate) {
-      st.kind = "generate", st.name = "generate", st.plugin = su.source_label;
+      st.kind = "generate", st.name = model ? "generate (+ tokenize)" : "generate", st.plugin = su.source_label;
     } else if (id == kAxes) {
-      st.kind = "axes", st.name = "axes projection";
+      st.kind = "axes", st.name = model ? "token ids + axes projection" : "axes projection";
+    } else if (id == kForward) {
+      st.kind = "forward", st.name = "BERT forward (" + s->model + ")";
+    } else if (id == kHeads) {
+      st.kind = "heads", st.name = "head metrics (sums, sketches, top)";
+    } else if (model && id >= kConsume0 && id < kWeighting0) {
+      st.kind = "consume", st.serial = true, st.name = "merge: scenario sums in batch order";
     } else if (id == kValidate) {
       st.kind = "validate", st.name = "validation";
     } else if (id == kKernels) {

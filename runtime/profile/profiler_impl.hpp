@@ -19,8 +19,9 @@ namespace prof {
 
 // Stage ids: fixed stages, then one per sink (prepare, consume), then weighting per scenario
 // key (the schema's scenario index, or the scheme's own slot); keys past kMaxScenarios share
-// one "other scenarios" stage, sinks past kMaxSinks the last sink's.
-enum : int { kInput = 0, kGenerate, kAxes, kValidate, kKernels, kFixed };
+// one "other scenarios" stage, sinks past kMaxSinks the last sink's. Model runs (run_model) use
+// input/generate, kAxes (token ids + axes), kForward, kHeads and consume(0) (the merge).
+enum : int { kInput = 0, kGenerate, kAxes, kValidate, kKernels, kForward, kHeads, kFixed };
 constexpr int kMaxSinks = 8;
 constexpr int kMaxScenarios = 64;
 constexpr int kPrepare0 = kFixed;
@@ -51,7 +52,8 @@ class Profiler::Impl {
  public:
   explicit Impl(ProfileOptions o);
   ~Impl();
-  void begin_run(const prof::RunSetup& setup);
+  /// model: run_model's model name (the model's stages are named for it); empty: the engine.
+  void begin_run(const prof::RunSetup& setup, const std::string& model = {});
   /// scenario_names: index = weighting stage key.
   void end_run(const RunStats& stats, const std::vector<std::string>& scenario_names);
 
