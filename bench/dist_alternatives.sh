@@ -7,6 +7,7 @@
 # Each configuration runs REPEAT times (best wall time; CPU = user + sys of every process, from
 # /usr/bin/time around mpirun, which waits for its ranks); bytes sent per rank from
 # HEADSEP_MPI_STATS=1; every configuration of a kind must write the same bytes (checked).
+# Then each pair alternating A B A B ... AB_ROUNDS times (default 7): medians.
 # Usage: bench/dist_alternatives.sh [CSV_REPORTS=400000] [GEN_REPORTS=500000] [REPEAT=3]
 #   CSV_REPORTS: reports in the generated CSV (tests/dist/make_csv.py, ~580 B per report and
 #   scenario row set; files in /dev/shm); GEN_REPORTS: ops-reports for the synthetic rows run.
@@ -47,7 +48,9 @@ run_kind() {  # run_kind KIND FILES -- CONFIG=CMD... (CMD words separated by spa
     rm -f "$out"/S.json "$out"/R.csv
     # shellcheck disable=SC2086
     read -r wall cpu <<< "$(best "$kind-$name" $cmd)"
-    sum=$(cat "$out"/S.json "$out"/R.csv 2> /dev/null | md5sum | cut -c1-12)
+    files=("$out/S.json")
+    [ -f "$out/R.csv" ] && files+=("$out/R.csv")
+    sum=$(cat "${files[@]}" | md5sum | cut -c1-12)
     [ -z "$ref" ] && ref=$sum
     [ "$sum" = "$ref" ] || echo "!! $kind $name: output differs from the first configuration"
     printf '%-18s %-22s %7.2f s wall %7.2f s CPU  sent MB %-14s (output %s)\n' "$kind" "$name" "$wall" "$cpu" "$(sent "$kind-$name")" "$sum"
@@ -71,5 +74,34 @@ run_kind gen-rows \
   "1x1=$H ${gen[*]} --threads 1 $S $R" \
   "1x2=$H ${gen[*]} --threads 2 $S $R" \
   "np2:gather=${mpi[*]} -np 2 $H ${gen[*]} --threads 1 $S $R" \
+  "np2:offsets=${mpi[*]} -np 2 -x HEADSEP_ROWS=offsets $H ${gen[*]} --threads 1 $S $R"
+# Each choice against its alternative, alternating A B A B ... ROUNDS times (a shared machine's
+# load drifts; alternating puts both under the same drift): median wall and CPU of each.
+rounds=${AB_ROUNDS:-7}
+ab() {  # ab KIND "A=CMD" "B=CMD"
+  local kind=$1 a=$2 b=$3
+  for _ in $(seq "$rounds"); do
+    for cfg in "$a" "$b"; do
+      # shellcheck disable=SC2086
+      /usr/bin/time -o "$out/time" -f "%e %U %S" ${cfg#*=} > /dev/null 2> /dev/null
+      awk -v n="${cfg%%=*}" '{printf "%s %s %.2f\n", n, $1, $2 + $3}' "$out/time" >> "$out/ab-$kind"
+    done
+  done
+  python3 - "$out/ab-$kind" "$kind" "$rounds" << 'EOF'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+for name in dict.fromkeys(r[0] for r in rows):
+    w = [float(r[1]) for r in rows if r[0] == name]
+    c = [float(r[2]) for r in rows if r[0] == name]
+    print(f"{sys.argv[2]:<18} {name:<22} median {statistics.median(w):6.2f} s wall (min {min(w):.2f}, max {max(w):.2f})"
+          f" {statistics.median(c):6.2f} s CPU (min {min(c):.2f}, max {max(c):.2f}), {sys.argv[3]} alternating runs")
+EOF
+}
+echo "# alternating A/B, $rounds rounds, load now: $(cut -d' ' -f1-3 /proc/loadavg)"
+ab csv-summary "np2:rank0-reads=${mpi[*]} -np 2 $H ${csv[*]} --threads 1 $S" \
+  "np2:ranges=${mpi[*]} -np 2 -x HEADSEP_CSV_SPLIT=ranges $H ${csv[*]} --threads 1 $S"
+ab csv-rows "np2:rank0,gather=${mpi[*]} -np 2 $H ${csv[*]} --threads 1 $S $R" \
+  "np2:rank0,offsets=${mpi[*]} -np 2 -x HEADSEP_ROWS=offsets $H ${csv[*]} --threads 1 $S $R"
+ab gen-rows "np2:gather=${mpi[*]} -np 2 $H ${gen[*]} --threads 1 $S $R" \
   "np2:offsets=${mpi[*]} -np 2 -x HEADSEP_ROWS=offsets $H ${gen[*]} --threads 1 $S $R"
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"

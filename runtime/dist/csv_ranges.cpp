@@ -1,6 +1,6 @@
 // headsep — the CSV split into byte ranges aligned to report boundaries (docs/DISTRIBUTED.md,
-// "CSV: rank 0 reads or byte ranges, measured"): the measured alternative to rank 0 reading,
-// selected with HEADSEP_CSV_SPLIT=ranges.
+// "The two choices, measured"): the measured alternative to rank 0 reading, selected with
+// HEADSEP_CSV_SPLIT=ranges; not the default (not faster on the machine measured, and see Limits).
 //
 // Every rank maps the file. The rows after the header are cut into M raw blocks of S bytes;
 // block j belongs to rank j mod K. Where a block really starts needs the quote state there (a
@@ -170,7 +170,6 @@ std::uint64_t RangedCsv::align(std::uint64_t raw, bool quoted) const {
 }
 
 void RangedCsv::split(int rank, int ranks) {
-  rank_ = rank, ranks_ = ranks;
   header_ = header_end();
   {
     // The header's columns (report_id's index) from the core's reader.
@@ -285,7 +284,6 @@ bool RangedCsv::next(ReportBatch& batch, std::size_t max_reports) {
     std::lock_guard<std::mutex> lock(mu_);
     block_of_.push_back(current_block_);
   }
-  ++emitted_;
   return true;
 }
 

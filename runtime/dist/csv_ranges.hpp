@@ -56,12 +56,11 @@ class RangedCsv final : public ReportSource {
   const char* data_ = nullptr;
   std::uint64_t size_ = 0, header_ = 0, block_ = 0, blocks_ = 0;
   std::size_t c_report_ = 0;
-  int rank_ = 0, ranks_ = 1;
   std::string header_bytes_, block_bytes_;
   std::vector<Block> mine_;
   std::size_t next_block_ = 0;
   std::unique_ptr<ReportSource> current_;
-  std::uint64_t current_block_ = 0, last_block_ = 0, emitted_ = 0, rows_total_ = 0;
+  std::uint64_t current_block_ = 0, last_block_ = 0, rows_total_ = 0;
   mutable std::mutex mu_;
   std::deque<std::uint64_t> block_of_;
   std::uint64_t popped_ = 0;

@@ -403,7 +403,9 @@ class OffsetRows {
     return waiting_.back().size();
   }
   // Writes the chunks whose offsets arrived; `all`: waits until none is left. At most 8 chunks
-  // wait (memory stays bounded when rank 0 is behind).
+  // wait (memory stays bounded when rank 0 is behind). Rank 0 replies when it consumes a chunk,
+  // and holds at most in_flight (2 x threads) chunks between taking and consuming them, so with
+  // one thread it never needs a 9th chunk from a rank that waits here.
   void pump(bool all) {
     while (!waiting_.empty()) {
       if (!all && waiting_.size() <= 8) {
