@@ -204,6 +204,15 @@ EOF
   grep -q "rank 1 of 2 sent [1-9]" "$dir/err" || fail "netns: rank 1 sent nothing? $(cat "$dir/err")"
   "${over[@]}" "$H" run -i "$dir/in.csv" --chunk 37 -q --summary "$dir/csv2.json" || fail "netns: CSV across namespaces"
   same "$dir/csv1.json" "$dir/csv2.json" "CSV summary, two namespaces over TCP"
+  # The measured alternatives across hosts: byte ranges work (each host maps the file); offset
+  # writes need one host and say so.
+  "${over[@]}" -x HEADSEP_CSV_SPLIT=ranges "$H" run -i "$dir/in.csv" --chunk 37 -q --summary "$dir/csv3.json" ||
+    fail "netns: CSV byte ranges across namespaces"
+  same "$dir/csv1.json" "$dir/csv3.json" "CSV summary from byte ranges, two namespaces over TCP"
+  "${over[@]}" -x HEADSEP_ROWS=offsets "$H" "${gen[@]}" --per-report "$dir/off.csv" 2> "$dir/err" &&
+    fail "netns: offset writes across hosts were not refused"
+  grep -qF "all ranks on one host" "$dir/err" || fail "netns: offset writes refusal: $(head -3 "$dir/err")"
+  [ ! -e "$dir/off.csv" ] || fail "netns: offset writes left a file"
 }
 
 "$case_"
