@@ -1,11 +1,13 @@
 // headsep's side of bench/model_peers.py: the BERT forward pass plus every head metric (every
 // layer, every head and pair, contexts on one axis) over a file of token ids, reports of equal
-// length in batches, batches in parallel on oneTBB with --threads workers.
+// length in batches, batches in parallel on oneTBB with --threads workers (a batch split when there are fewer batches than threads).
 //   model_peer --model DIR --ids FILE --n TOKENS --batch B --threads T [--repeat K] [--hidden OUT]
 // FILE: uint32 little-endian ids, reports back to back. Prints one JSON line: seconds (best of
 // K runs), tokens/s, GFLOP/s of the forward (flops() of bert.hpp), the fp32 peak per core.
 // --hidden OUT writes the last hidden state of report 0 (n x hidden f32) for the peer to compare.
 #include <tbb/enumerable_thread_specific.h>
+
+#include <algorithm>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 
@@ -68,10 +70,17 @@ int main(int argc, char** argv) {
     };
     tbb::enumerable_thread_specific<Scratch> tls;
     double sum = 0;  // every metric is read, so none is optimised away
+    // Fewer batches than threads (16 x 1024 is one batch): each batch is split into equal parts,
+    // one task each, so every thread has work as torch's intra-op threads do. Grouping changes no
+    // bit of the results (BertModel::forward), only the products' row counts.
+    const std::size_t parts = std::max<std::size_t>(1, (threads + batches - 1) / batches);
     auto one_run = [&] {
-      tbb::parallel_for(std::size_t(0), batches, [&](std::size_t bi) {
+      tbb::parallel_for(std::size_t(0), batches * parts, [&](std::size_t task) {
         Scratch& s = tls.local();
-        const std::size_t r0 = bi * batch, R = std::min(batch, reports - r0);
+        const std::size_t bi = task / parts, part = task % parts;
+        const std::size_t b0 = bi * batch, bn = std::min(batch, reports - b0), step = (bn + parts - 1) / parts;
+        const std::size_t r0 = b0 + std::min(bn, part * step), R = std::min(bn, (part + 1) * step) - (r0 - b0);
+        if (R == 0) return;
         s.off.resize(R + 1);
         for (std::size_t r = 0; r <= R; ++r) s.off[r] = (r0 + r) * n;
         s.ctx.resize(L), s.hs.resize(L), s.ps.resize(L), s.outs.resize(L);
