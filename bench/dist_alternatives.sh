@@ -23,16 +23,7 @@ python3 "$here/tests/dist/make_csv.py" "$out/in.csv" "$csv_reports"
 echo "# $(lscpu | grep 'Model name' | sed 's/  */ /g'); $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# CSV: $csv_reports reports, $(stat -c %s "$out/in.csv") bytes; synthetic rows: ops-reports x axis-focus, $gen_reports reports; best of $repeat"
 echo "# wall s (CPU s = user + sys of every process); MB sent by rank 0 and rank 1"
-best() {  # best TAG CMD...: "wall cpu" of the run with the best wall time
-  local tag=$1 b="999999 0" t
-  shift
-  for _ in $(seq "$repeat"); do
-    /usr/bin/time -o "$out/time" -f "%e %U %S" "$@" > /dev/null 2> "$out/$tag.err"
-    t=$(awk '{printf "%s %.2f", $1, $2 + $3}' "$out/time")
-    b=$(python3 -c "a, c = '$b'.split(), '$t'.split(); print(' '.join(c if float(c[0]) < float(a[0]) else a))")
-  done
-  echo "$b"
-}
+source "$here/bench/best_of.sh"  # best TAG CMD...: "wall cpu" of the best of $repeat runs
 sent() {  # sent TAG: "rank0 MB / rank1 MB" from HEADSEP_MPI_STATS lines
   python3 - "$out/$1.err" << 'EOF'
 import re, sys

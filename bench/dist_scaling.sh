@@ -19,16 +19,7 @@ echo "# $(lscpu | grep 'Model name' | sed 's/  */ /g'); $(nproc) cores; load bef
 echo "# ops-reports x 3 scenarios (axis-focus): summary run ${reports} reports, per-report run ${row_reports};"
 echo "# attention: ops-reports d_model 64 x qkv 4 heads, summary run ${att_reports} reports; best of ${repeat}"
 echo "# wall s (CPU s = user + sys of every process)"
-best() {  # best TAG CMD...: "wall cpu" of the run with the best wall time
-  local tag=$1 b="999999 0" t
-  shift
-  for _ in $(seq "$repeat"); do
-    /usr/bin/time -o "$out/time" -f "%e %U %S" "$@" > /dev/null 2> "$out/$tag.err"
-    t=$(awk '{printf "%s %.2f", $1, $2 + $3}' "$out/time")
-    b=$(python3 -c "a, c = '$b'.split(), '$t'.split(); print(' '.join(c if float(c[0]) < float(a[0]) else a))")
-  done
-  echo "$b"
-}
+source "$here/bench/best_of.sh"  # best TAG CMD...: "wall cpu" of the best of $repeat runs
 for kind in summary per-report attention; do
   extra=(--summary "$out/S.json")
   gen=(run -s ops-reports -w axis-focus -p reports="$reports" -q)
