@@ -232,6 +232,23 @@ std::string with_profile(std::string text, const Profiler& profiler, const std::
   return text + ",\n" + indent + "\"profile\": " + indented + "\n}\n";
 }
 
+/// --profile / --trace of one run, the engine's or the model's: the profiler (null without
+/// either option) and the trace file, opened before the run so an unwritable path fails first.
+struct ProfileRun {
+  std::unique_ptr<Profiler> profiler;
+  std::unique_ptr<OutputFile> trace;
+  explicit ProfileRun(const RunArgs& a) {
+    if (!a.profile && a.trace.empty()) return;
+    ProfileOptions po;
+    po.trace = !a.trace.empty();
+    profiler = std::make_unique<Profiler>(po);
+    if (!a.trace.empty()) trace = std::make_unique<OutputFile>(a.trace);
+  }
+  void commit_trace() {
+    if (trace) trace->write(profiler->trace_json()), trace->commit();
+  }
+};
+
 int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&, const RunStats&)>& after = {}) {
   RunOptions opt = run_options(a);
   opt.progress = !a.quiet && ::isatty(STDERR_FILENO);
@@ -311,28 +328,21 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
     summary = std::make_unique<Summary>(info, SummaryOptions{a.top, a.bins, 0.005});
     sinks.push_back(summary.get());
   }
-  std::unique_ptr<Profiler> profiler;  // --profile / --trace (runtime/profile/)
-  std::unique_ptr<OutputFile> trace;
-  if (a.profile || !a.trace.empty()) {
-    ProfileOptions po;
-    po.trace = !a.trace.empty();
-    profiler = std::make_unique<Profiler>(po);
-    opt.profiler = profiler.get();
-    if (!a.trace.empty()) trace = std::make_unique<OutputFile>(a.trace);
-  }
+  ProfileRun prof(a);  // --profile / --trace (runtime/profile/)
+  opt.profiler = prof.profiler.get();
   RunStats stats = run(*s.source, *s.weighting, s.axes, opt, sinks);
   for (auto& w : writers) w->finish(s.source->rows_read(), stats.source_rows);
   if (!a.summary.empty()) {
     OutputFile out(a.summary);
     std::string text = summary->json();
-    if (a.profile) text = with_profile(text, *profiler, "  ");
+    if (a.profile) text = with_profile(text, *prof.profiler, "  ");
     out.write(text);
     out.commit();
   }
   if (report)
     report::write(report::build(*summary, *collector, report_header(a, opt, stats, info.attention)), a.report_html, a.plot_svg);
   if (after) after(*summary, stats);
-  if (trace) trace->write(profiler->trace_json()), trace->commit();
+  prof.commit_trace();
   for (auto& f : files) f->commit();
   if (table) {
     std::printf("%s", summary->table().c_str());
@@ -342,7 +352,7 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
                 std::string(to_string(opt.simd)).c_str(),
                 info.attention ? "attention f32, metrics summed in f64" : opt.precision == Precision::f64 ? "f64" : "f32");
   }
-  if (a.profile) std::fprintf(stderr, "%s", profiler->table().c_str());
+  if (a.profile) std::fprintf(stderr, "%s", prof.profiler->table().c_str());
   return 0;
 }
 
@@ -432,15 +442,8 @@ int model_cmd(const RunArgs& a) {
   mo.keep_maps = report;  // the top reports' maps (docs/REPORTS.md)
   mo.map_tokens = report::Limits{}.map_tokens;
   mo.top_reports = a.top;  // the summary's top list (and the report's maps), as for the engine's runs
-  std::unique_ptr<Profiler> profiler;  // --profile / --trace: the engine's profiler, the model's stages
-  std::unique_ptr<OutputFile> trace;
-  if (a.profile || !a.trace.empty()) {
-    ProfileOptions po;
-    po.trace = !a.trace.empty();
-    profiler = std::make_unique<Profiler>(po);
-    mo.profiler = profiler.get();
-    if (!a.trace.empty()) trace = std::make_unique<OutputFile>(a.trace);
-  }
+  ProfileRun prof(a);  // --profile / --trace: the engine's profiler, the model's stages
+  mo.profiler = prof.profiler.get();
   const ModelSummary sum = run_model(*source, model, axes, mo);
   if (!a.report_html.empty() || !a.plot_svg.empty()) {  // docs/REPORTS.md: the layer x head grids
     RunStats st;
@@ -453,10 +456,10 @@ int model_cmd(const RunArgs& a) {
   }
   if (!a.summary.empty()) {
     OutputFile out(a.summary);
-    out.write(a.profile ? with_profile(sum.json(), *profiler, " ") : sum.json());
+    out.write(a.profile ? with_profile(sum.json(), *prof.profiler, " ") : sum.json());
     out.commit();
   }
-  if (trace) trace->write(profiler->trace_json()), trace->commit();
+  prof.commit_trace();
   if (!a.quiet) {
     std::uint64_t reports = 0, tokens = 0;
     for (const auto& sc : sum.scenarios) reports += sc.reports, tokens += sc.tokens;
@@ -468,7 +471,7 @@ int model_cmd(const RunArgs& a) {
                 sum.seconds > 0 ? 100.0 * sum.gflop / sum.seconds / (peak * sum.threads) : 0.0, sum.threads, peak,
                 sum.simd.c_str(), sum.threads);
   }
-  if (a.profile) std::fprintf(stderr, "%s", profiler->table().c_str());
+  if (a.profile) std::fprintf(stderr, "%s", prof.profiler->table().c_str());
   return 0;
 }
 
