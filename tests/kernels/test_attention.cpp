@@ -844,3 +844,55 @@ TEST_CASE("statistic names", "[attention]") {
   CHECK(pair_stat_name(kOutputDistance) == "output_distance");
   CHECK(pair_stat_name(kPairStats) == "?");
 }
+
+TEST_CASE("project_rows: every level vs the scalar reference, rows independent of the call's row count", "[attention]") {
+  // Shapes hitting every tail: rows past the micro-kernel's (1..9, 17, 67: partial row tiles),
+  // columns within and past a panel (1, 13, 47..49, 100: partial vectors, the stack-tile path),
+  // K below and above the prefetch spread (1, 5, 96: with few row tiles a tile prefetches more
+  // lines of the next panel than it has iterations). Tolerance: each element is bias + K products
+  // summed in k order, the reference unfused, the levels with FMA: |Δ| <= (K + 2)·u·Σ|terms|.
+  const auto levels = levels_under_test();
+  const std::size_t Ms[] = {1, 2, 3, 5, 8, 9, 17, 67};
+  const std::size_t Ks[] = {1, 5, 96};
+  const std::size_t Ns[] = {1, 13, 47, 48, 49, 100};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::size_t failures = 0;
+  for (std::size_t K : Ks)
+    for (std::size_t N : Ns) {
+      std::vector<float> b(K * N), bias(N);
+      for (auto& v : b) v = u(rng);
+      for (auto& v : bias) v = u(rng);
+      const auto packed = kernels::pack_panels(b.data(), K, N, bias.data());
+      for (std::size_t M : Ms) {
+        const std::size_t ldx = K + 3, ldc = N + 5;  // strides wider than the rows: nothing past N written
+        std::vector<float> x(M * ldx);
+        for (auto& v : x) v = u(rng);
+        std::vector<float> ref(M * ldc, -7.0f);
+        kernels::project_rows(SimdLevel::scalar, x.data(), ldx, M, K, packed.get(), N, ref.data(), ldc);
+        for (auto level : levels) {
+          std::vector<float> c(M * ldc, -7.0f), one(ldc, -7.0f);
+          kernels::project_rows(level, x.data(), ldx, M, K, packed.get(), N, c.data(), ldc);
+          for (std::size_t m = 0; m < M; ++m) {
+            // The same row alone: the same bits (grouping rows never changes a result).
+            kernels::project_rows(level, x.data() + m * ldx, ldx, 1, K, packed.get(), N, one.data(), ldc);
+            for (std::size_t n = 0; n < ldc; ++n) {
+              const float got = c[m * ldc + n];
+              if (n >= N) {
+                if (got != -7.0f && ++failures <= 10) FAIL_CHECK(to_string(level) << " wrote column " << n << " >= N " << N);
+                continue;
+              }
+              double mag = std::fabs(bias[n]);
+              for (std::size_t k = 0; k < K; ++k) mag += std::fabs(double(x[m * ldx + k]) * b[k * N + n]);
+              const double tol = double(K + 2) * kU * mag;
+              if ((std::fabs(double(got) - ref[m * ldc + n]) > tol || got != one[n]) && ++failures <= 10)
+                FAIL_CHECK(to_string(level) << " M " << M << " K " << K << " N " << N << " [" << m << "][" << n
+                                            << "]: " << got << " vs reference " << ref[m * ldc + n] << " alone "
+                                            << one[n]);
+            }
+          }
+        }
+      }
+    }
+  CHECK(failures == 0);
+}
