@@ -6,6 +6,10 @@
 #include <new>
 #include <string>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "attention_scalar.hpp"
 #include "attention_simd.hpp"
 #include "headsep/error.hpp"
@@ -71,8 +75,20 @@ std::size_t attention_work_doubles(const AttentionReport& in) noexcept { return 
 
 std::shared_ptr<const float> pack_panels(const float* b, std::size_t K, std::size_t N, const float* bias) {
   const std::size_t panels = (N + kPanel - 1) / kPanel, floats = panels * (K + 1) * kPanel;
-  float* p = static_cast<float*>(::operator new(floats * sizeof(float), std::align_val_t(64)));
-  std::shared_ptr<const float> owner(p, [](const float* q) { ::operator delete(const_cast<float*>(q), std::align_val_t(64)); });
+  // A model's matrices are streamed from L3/DRAM once per group of rows: on 2 MiB pages (Linux
+  // transparent huge pages, which are off unless asked for) the stream crosses no 4 KiB page
+  // boundary, where the hardware prefetchers stop, and needs 1/512 of the TLB walks.
+  constexpr std::size_t kHuge = std::size_t(2) << 20;
+  const std::size_t bytes = floats * sizeof(float);
+  // Matrices from 1 MiB: 2 MiB-aligned, the size rounded up to whole 2 MiB pages when that adds at
+  // most a quarter (else the tail stays on 4 KiB pages: only whole 2 MiB extents become huge).
+  const std::size_t align = bytes >= kHuge / 2 ? kHuge : 64, huge = (bytes + kHuge - 1) / kHuge * kHuge;
+  const std::size_t alloc = align == kHuge && huge - bytes <= bytes / 4 ? huge : bytes;
+  float* p = static_cast<float*>(::operator new(alloc, std::align_val_t(align)));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (align == kHuge) madvise(p, alloc, MADV_HUGEPAGE);  // a hint: nothing changes if it is refused
+#endif
+  std::shared_ptr<const float> owner(p, [align](const float* q) { ::operator delete(const_cast<float*>(q), std::align_val_t(align)); });
   std::fill(p, p + floats, 0.0f);
   for (std::size_t k = 0; k < K; ++k)
     for (std::size_t n = 0; n < N; ++n) p[(n / kPanel * K + k) * kPanel + n % kPanel] = b[k * N + n];
@@ -82,15 +98,16 @@ std::shared_ptr<const float> pack_panels(const float* b, std::size_t K, std::siz
 }
 
 void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
-                  std::size_t N, float* c, std::size_t ldc) {
+                  std::size_t N, float* c, std::size_t ldc, const float* next, std::size_t next_k) {
+  if (!next) next_k = 0;
   require_supported(level);
   const float* packed_bias = packed + (N + kPanel - 1) / kPanel * K * kPanel;
   switch (level) {
 #if HEADSEP_KERNELS_X86
-    case SimdLevel::sse2: return attention_kernel<xsimd::sse2>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc);
-    case SimdLevel::avx2: return attention_kernel<fma3_avx2>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc);
+    case SimdLevel::sse2: return attention_kernel<xsimd::sse2>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc, next, next_k);
+    case SimdLevel::avx2: return attention_kernel<fma3_avx2>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc, next, next_k);
     case SimdLevel::avx512:
-      return attention_kernel<xsimd::avx512bw>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc);
+      return attention_kernel<xsimd::avx512bw>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc, next, next_k);
 #endif
     default: break;
   }

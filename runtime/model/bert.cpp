@@ -314,7 +314,9 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     const BertLayerOut& o = layers[l];
-    kernels::project_rows(level, x, D, T, D, L.qkv.get(), 3 * D, s.qkv.data(), 3 * D);
+    // Each product also prefetches the first panel of the next one (weights come from L3/DRAM).
+    const float* next_qkv = l + 1 < layers_.size() ? layers_[l + 1].qkv.get() : nullptr;
+    kernels::project_rows(level, x, D, T, D, L.qkv.get(), 3 * D, s.qkv.data(), 3 * D, L.out.get(), D);
     for (std::size_t r = r0; r < r1; ++r) {
       const std::uint64_t b = token_offset[r];
       const std::size_t n = token_offset[r + 1] - b;
@@ -336,12 +338,12 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
       for (std::size_t q = 0; q < n; ++q)
         for (std::size_t h = 0; h < H; ++h) std::memcpy(c + q * D + h * dh, o1 + (h * n + q) * dh, dh * sizeof(float));
     }
-    kernels::project_rows(level, s.ctx.data(), D, T, D, L.out.get(), D, s.h1.data(), D);
+    kernels::project_rows(level, s.ctx.data(), D, T, D, L.out.get(), D, s.h1.data(), D, L.ffn1.get(), D);
     add_rows(s.h1.data(), x, T * D);
     layer_norm(s.h1.data(), T, D, L.ln1_g.data(), L.ln1_b.data(), cfg_.layer_norm_eps);
-    kernels::project_rows(level, s.h1.data(), D, T, D, L.ffn1.get(), I, s.inter.data(), I);
+    kernels::project_rows(level, s.h1.data(), D, T, D, L.ffn1.get(), I, s.inter.data(), I, L.ffn2.get(), I);
     gelu_inplace(s.inter.data(), T * I);
-    kernels::project_rows(level, s.inter.data(), I, T, I, L.ffn2.get(), D, x, D);
+    kernels::project_rows(level, s.inter.data(), I, T, I, L.ffn2.get(), D, x, D, next_qkv, D);
     add_rows(x, s.h1.data(), T * D);
     layer_norm(x, T, D, L.ln2_g.data(), L.ln2_b.data(), cfg_.layer_norm_eps);
     if (all_hidden) std::memcpy(all_hidden + ((l + 1) * total_tokens + (t0 - base)) * D, x, T * D * sizeof(float));

@@ -849,8 +849,9 @@ TEST_CASE("project_rows: every level vs the scalar reference, rows independent o
   // Shapes hitting every tail: rows past the micro-kernel's (1..9, 17, 67: partial row tiles),
   // columns within and past a panel (1, 13, 47..49, 100: partial vectors, the stack-tile path),
   // K below and above the prefetch spread (1, 5, 96: with few row tiles a tile prefetches more
-  // lines of the next panel than it has iterations). Tolerance: each element is bias + K products
-  // summed in k order, the reference unfused, the levels with FMA: |Δ| <= (K + 2)·u·Σ|terms|.
+  // lines of the next panel than it has iterations), with a next matrix to prefetch and without.
+  // Tolerance: each element is bias + K products summed in k order, the reference unfused, the
+  // levels with FMA: |Δ| <= (K + 2)·u·Σ|terms|.
   const auto levels = levels_under_test();
   const std::size_t Ms[] = {1, 2, 3, 5, 8, 9, 17, 67};
   const std::size_t Ks[] = {1, 5, 96};
@@ -864,6 +865,8 @@ TEST_CASE("project_rows: every level vs the scalar reference, rows independent o
       for (auto& v : b) v = u(rng);
       for (auto& v : bias) v = u(rng);
       const auto packed = kernels::pack_panels(b.data(), K, N, bias.data());
+      const std::vector<float> zeros(96 * 100, 0.0f);
+      const auto next = kernels::pack_panels(zeros.data(), 96, 100, nullptr);
       for (std::size_t M : Ms) {
         const std::size_t ldx = K + 3, ldc = N + 5;  // strides wider than the rows: nothing past N written
         std::vector<float> x(M * ldx);
@@ -872,7 +875,8 @@ TEST_CASE("project_rows: every level vs the scalar reference, rows independent o
         kernels::project_rows(SimdLevel::scalar, x.data(), ldx, M, K, packed.get(), N, ref.data(), ldc);
         for (auto level : levels) {
           std::vector<float> c(M * ldc, -7.0f), one(ldc, -7.0f);
-          kernels::project_rows(level, x.data(), ldx, M, K, packed.get(), N, c.data(), ldc);
+          // With a next matrix to prefetch (its first panel: K_next = 96 rows), which changes nothing.
+          kernels::project_rows(level, x.data(), ldx, M, K, packed.get(), N, c.data(), ldc, next.get(), 96);
           for (std::size_t m = 0; m < M; ++m) {
             // The same row alone: the same bits (grouping rows never changes a result).
             kernels::project_rows(level, x.data() + m * ldx, ldx, 1, K, packed.get(), N, one.data(), ldc);
