@@ -91,6 +91,12 @@ class BertModel {
   std::vector<std::uint32_t> cols_;  // the kernel's head table: q_col, k_col, v_col, dk, dv (5 rows of H+1)
 };
 
+/// LayerNorm in place, row by row (rows x d): x += residual first when not null, then
+/// (x - mean) / sqrt(var + eps) · g + b, mean and variance summed in double. At `level`: the scalar
+/// reference sums in one chain, the vector levels in 8 interleaved partial sums (within rounding).
+void layer_norm_rows(SimdLevel level, float* x, const float* residual, std::size_t rows, std::size_t d, const float* g,
+                     const float* b, double eps);
+
 /// BERT's GELU, 0.5 x (1 + erf(x / √2)), in place (vectorised; |error| < 1e-6 vs the exact one).
 void gelu_inplace(float* x, std::size_t n) noexcept;
 

@@ -7,9 +7,11 @@
 // and every bad model (config, tensors) is a clear error naming the file and tensor.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -182,6 +184,52 @@ TEST_CASE("BERT forward: grouping and chunking never change a bit", "[bert][mode
     CHECK(all.hs[l] == two.hs[l]);
   }
   for (double v : all.hs[0]) CHECK(std::isfinite(v));
+}
+
+TEST_CASE("LayerNorm: every level vs the scalar reference and the double definition (tails, residual)", "[bert]") {
+  // Widths hitting the 8 partial sums' tail and the vectors' (1..17, 384, 385); rows of mixed
+  // scale and offset (a large mean makes the variance's cancellation visible); with a residual
+  // added first and without. Levels differ from the reference only in the double sums' order and
+  // FMA contraction, so the float results agree within a few ulp of each term.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (std::size_t d : {1, 2, 7, 8, 9, 15, 16, 17, 384, 385})
+    for (bool with_res : {false, true}) {
+      const std::size_t rows = 5;
+      std::vector<float> x(rows * d), res(rows * d), g(d), b(d);
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t i = 0; i < d; ++i) x[r * d + i] = u(rng) * float(1 + r * 3) + float(r) * 10.0f;
+      for (auto& v : res) v = u(rng);
+      for (auto& v : g) v = 1.0f + 0.5f * u(rng);
+      for (auto& v : b) v = 0.1f * u(rng);
+      const float* rp = with_res ? res.data() : nullptr;
+      std::vector<float> ref = x;
+      layer_norm_rows(SimdLevel::scalar, ref.data(), rp, rows, d, g.data(), b.data(), 1e-12);
+      for (SimdLevel level : supported_levels()) {
+        INFO("level " << to_string(level) << " d " << d << " residual " << with_res);
+        std::vector<float> y = x;
+        layer_norm_rows(level, y.data(), rp, rows, d, g.data(), b.data(), 1e-12);
+        double worst_ref = 0, worst_def = 0;
+        for (std::size_t r = 0; r < rows; ++r) {
+          std::vector<double> z(d);
+          double mean = 0, var = 0;
+          for (std::size_t i = 0; i < d; ++i) mean += z[i] = double(x[r * d + i] + (rp ? rp[r * d + i] : 0.0f));
+          mean /= double(d);
+          for (std::size_t i = 0; i < d; ++i) var += (z[i] - mean) * (z[i] - mean);
+          const double inv = 1.0 / std::sqrt(var / double(d) + 1e-12);
+          for (std::size_t i = 0; i < d; ++i) {
+            const double want = (z[i] - mean) * inv * g[i] + b[i];
+            // x - mean is taken in float: its rounding scales with |x| + |mean|, not |x - mean|.
+            const double scale = (std::abs(z[i]) + std::abs(mean)) * inv * std::abs(g[i]) + std::abs(b[i]);
+            worst_ref = std::max(worst_ref, std::abs(double(y[r * d + i]) - ref[r * d + i]) / scale);
+            worst_def = std::max(worst_def, std::abs(double(y[r * d + i]) - want) / scale);
+          }
+        }
+        CAPTURE(worst_ref, worst_def);
+        CHECK(worst_ref < 32.0 / 16777216.0);
+        CHECK(worst_def < 32.0 / 16777216.0);
+      }
+    }
 }
 
 TEST_CASE("GELU: within 1e-6 of the exact erf form", "[bert]") {
