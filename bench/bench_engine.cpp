@@ -4,11 +4,14 @@
 // groups per second of wall time.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
+
+#include <random>
 #include <oneapi/tbb/info.h>
 
 #include "headsep/plugin_host.hpp"
 #include "headsep/profile.hpp"
 #include "headsep/run.hpp"
+#include "headsep/stats.hpp"
 #include "headsep/summary.hpp"
 #include "profile/profiler_impl.hpp"
 
@@ -97,8 +100,22 @@ void BM_stage_lap(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 4);
 }
 
+// The summary's per-batch sketch input (Summary::prepare): rows of 8192 metric values of mixed
+// sign, in sketch mode (past the exact capacity), 0.5 % accuracy as the summary uses.
+void BM_sketch_add(benchmark::State& state) {
+  std::mt19937_64 g(5);
+  std::normal_distribution<double> nd(0, 0.2);
+  std::vector<double> row(8192);
+  for (auto& x : row) x = nd(g);
+  QuantileSketch s(0.005, 0);
+  for (auto _ : state) s.add(row.data(), row.size());
+  benchmark::DoNotOptimize(s.count());
+  state.SetItemsProcessed(state.iterations() * std::int64_t(row.size()));
+}
+
 }  // namespace
 
+BENCHMARK(BM_sketch_add);
 BENCHMARK(BM_stage_lap)->Arg(0)->Arg(1);
 BENCHMARK(BM_end_to_end)->ArgNames({"threads", "tokens", "weighting", "f32", "profile"})->Apply(args)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

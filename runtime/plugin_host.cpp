@@ -886,12 +886,16 @@ class PluginWeighting final : public Weighting {
     // ABI 1.1: attention specs (a 1.0 plugin's info ends before `attention`).
     const headsep_attention_spec* specs =
         wi.struct_size >= offsetof(headsep_weighting_info, attention) + sizeof(wi.attention) ? wi.attention : nullptr;
+    // ABI 1.2: flags (unknown bits ignored; each flag is safe to ignore).
+    const std::uint32_t flags =
+        wi.struct_size >= offsetof(headsep_weighting_info, flags) + sizeof(wi.flags) ? wi.flags : 0u;
     if (wi.layout == HEADSEP_LAYOUT_PER_QUERY && !specs) per_query_ = true;
     else if (wi.layout != HEADSEP_LAYOUT_PER_TOKEN && !specs)
       throw fail("uses weight layout " + std::to_string(wi.layout) +
                  " (per-query), which this headsep (plugin ABI " + std::to_string(HEADSEP_PLUGIN_ABI_MAJOR) + "." +
                  std::to_string(HEADSEP_PLUGIN_ABI_MINOR) + ") does not support yet");
     heads_ = wi.heads;
+    shared_baseline_ = (flags & HEADSEP_WEIGHTING_SHARED_BASELINE) && !specs && !per_query_;
     if (specs) {
       const std::uint32_t n_specs = std::max<std::uint32_t>(1, wi.n_scenarios);
       try {
@@ -933,6 +937,7 @@ class PluginWeighting final : public Weighting {
       if (out.rows[h].size() != row_len) out.rows[h].resize(row_len);
       rows[h] = out.rows[h].data();
     }
+    if (out.keep_baseline && shared_baseline_) rows[0] = nullptr;  // slot 0's baseline stays
     std::vector<const double*> feats(b.features.size()), given(b.given_weights.size());
     for (std::size_t f = 0; f < feats.size(); ++f) feats[f] = b.features[f].data();
     for (std::size_t g = 0; g < given.size(); ++g) given[g] = b.given_weights[g].data();
@@ -974,6 +979,7 @@ class PluginWeighting final : public Weighting {
   }
   bool attention_reads_features() const override { return reads_features_; }
   bool per_query() const override { return per_query_; }
+  bool shared_baseline() const override { return shared_baseline_; }
 
  private:
   std::string scenario_name(const ReportBatch& b, std::uint32_t slot) const {
@@ -991,7 +997,7 @@ class PluginWeighting final : public Weighting {
   std::vector<std::string> own_;
   bool data_scenarios_ = false;
   std::vector<std::shared_ptr<const AttentionPlan>> plans_;  // ABI 1.1 attention specs, per own scenario
-  bool reads_features_ = false, per_query_ = false;
+  bool reads_features_ = false, per_query_ = false, shared_baseline_ = false;
 };
 
 }  // namespace

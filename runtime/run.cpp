@@ -71,7 +71,7 @@ using WorkPool = detail::TokenPool<Work>;
 
 void check_weights(const ReportBatch& batch, const WeightBlock& w, const std::string& scenario, const std::string& label) {
   const std::size_t n = batch.n_tokens();
-  for (std::uint32_t h = 0; h <= w.heads; ++h) {
+  for (std::uint32_t h = w.keep_baseline ? 1 : 0; h <= w.heads; ++h) {  // a kept baseline was checked in slot 0
     const double* row = w.rows[h].data();
     // Bit 63 set iff some weight is Inf/NaN or negative other than -0.0 (float_bits.hpp).
     std::uint64_t acc = 0;
@@ -116,8 +116,11 @@ void check_results(const ReportBatch& batch, const MetricBlock& m, const std::st
   }
 }
 
+// `baseline`: an earlier slot of this batch whose baseline contexts this slot shares (f64 only:
+// the f32 kernels recompute them), else nullptr.
 template <class T>
-void compute_slot(Work& w, const std::vector<std::vector<T>>& axis, SimdLevel level, MetricBlock& out) {
+void compute_slot(Work& w, const std::vector<std::vector<T>>& axis, SimdLevel level, MetricBlock& out,
+                  const MetricBlock* baseline) {
   const ReportBatch& batch = w.batch;
   const std::size_t n = batch.n_reports();
   const WeightBlock& wb = w.weights;
@@ -150,6 +153,10 @@ void compute_slot(Work& w, const std::vector<std::vector<T>>& axis, SimdLevel le
     a.uniform_length = uniform ? static_cast<std::uint32_t>(len) : 0;
   }
   if constexpr (std::is_same_v<T, double>) {
+    if (baseline) {  // context rows h = 0 come first: axes x n values
+      std::copy(baseline->context.begin(), baseline->context.begin() + std::ptrdiff_t(axis.size() * n), out.context.begin());
+      a.baseline_given = true;
+    }
     a.context = out.context.data();
     a.difference = out.difference.data();
     a.pairwise = out.pairwise.data();
@@ -252,6 +259,7 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
   const std::string label = weighting.label();
   const bool random_access = source.random_access();
   const bool attention_scheme = weighting.per_query() || weighting.attention(0) != nullptr;
+  const bool shared_baseline = !attention_scheme && weighting.shared_baseline();  // baseline row and contexts from slot 0
   // Fixed for the whole run (random-access chunk i is reports [i*chunk, ...)); scenario slots are
   // the scheme's own, else those the source knows up front (at least 1).
   std::size_t chunk = bounded_chunk(opt.chunk_reports ? opt.chunk_reports : 1, weighting.heads(), axes.names().size(),
@@ -427,13 +435,15 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
       }
       w->weights.layout = WeightBlock::Layout::per_token;
       w->weights.resize(weighting.heads(), b.n_tokens());
+      w->weights.keep_baseline = j > 0 && shared_baseline;
       timer.to(prof::weighting(own.empty() ? b.scenarios[j] : j));
       weighting.weights(b, static_cast<std::uint32_t>(j), w->weights);
       timer.to(prof::kValidate);
       check_weights(b, w->weights, name, label);
       timer.to(prof::kKernels);
-      if (opt.precision == Precision::f64) compute_slot(*w, w->axis64, opt.simd, res.metrics[j]);
-      else compute_slot(*w, w->axis32, opt.simd, res.metrics[j]);
+      const MetricBlock* baseline = w->weights.keep_baseline ? &res.metrics[0] : nullptr;
+      if (opt.precision == Precision::f64) compute_slot(*w, w->axis64, opt.simd, res.metrics[j], baseline);
+      else compute_slot(*w, w->axis32, opt.simd, res.metrics[j], baseline);
       timer.to(prof::kValidate);
       check_results(b, res.metrics[j], name);
     }

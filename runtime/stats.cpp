@@ -28,6 +28,34 @@ void Moments::add(const double* x, std::size_t n) noexcept {
   n_ += n;
 }
 
+void Moments::add_rows(Moments* const* m, const double* const* x, std::size_t k, std::size_t n) noexcept {
+  // Each row's sums are one chain of dependent adds (the order is what makes the result
+  // bit-identical to add()); four rows side by side keep four chains in flight at once.
+  constexpr std::size_t G = 4;
+  std::size_t j = 0;
+  for (; j + G <= k && n > 0; j += G) {
+    double shift[G], s1[G], s2[G], lo[G], hi[G];
+    for (std::size_t g = 0; g < G; ++g) {
+      Moments& a = *m[j + g];
+      if (a.n_ == 0) a.shift_ = a.min_ = a.max_ = x[j + g][0];
+      shift[g] = a.shift_, s1[g] = a.s1_, s2[g] = a.s2_, lo[g] = a.min_, hi[g] = a.max_;
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t g = 0; g < G; ++g) {
+        const double v = x[j + g][i], d = v - shift[g];
+        s1[g] += d;
+        s2[g] += d * d;
+        lo[g] = std::min(lo[g], v);
+        hi[g] = std::max(hi[g], v);
+      }
+    for (std::size_t g = 0; g < G; ++g) {
+      Moments& a = *m[j + g];
+      a.s1_ = s1[g], a.s2_ = s2[g], a.min_ = lo[g], a.max_ = hi[g], a.n_ += n;
+    }
+  }
+  for (; j < k; ++j) m[j]->add(x[j], n);
+}
+
 void Moments::merge(const Moments& other) noexcept {
   if (other.n_ == 0) return;
   if (n_ == 0) return void(*this = other);
@@ -141,48 +169,75 @@ void QuantileSketch::add(double x) {
 }
 
 void QuantileSketch::add(const double* x, std::size_t n) {
-  // Non-finite check by integer bits (float_bits.hpp), no compare per value; min and max keep
-  // the sequential order (signed zeros).
+  // Finiteness by integer bits (float_bits.hpp), and the extremes in four independent chains (one
+  // chain of minsd/maxsd costs its latency per value). The order of comparisons cannot change a
+  // non-zero extreme (equal non-zero doubles have equal bits); a zero extreme takes the first zero
+  // in sequence order (-0.0 vs +0.0), so that rare case runs the sequential loop.
   uint64_t bad = 0;
-  double lo = min_, hi = max_;
-  for (std::size_t i = 0; i < n; ++i) {
+  double lo[4] = {min_, min_, min_, min_}, hi[4] = {max_, max_, max_, max_};
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (std::size_t k = 0; k < 4; ++k) {
+      bad |= detail::nonfinite_bit(x[i + k]);
+      lo[k] = std::min(lo[k], x[i + k]);
+      hi[k] = std::max(hi[k], x[i + k]);
+    }
+  for (; i < n; ++i) {
     bad |= detail::nonfinite_bit(x[i]);
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
+    lo[0] = std::min(lo[0], x[i]);
+    hi[0] = std::max(hi[0], x[i]);
   }
   if (bad >> 63) throw std::domain_error("QuantileSketch::add: value must be finite");
-  std::size_t i = 0;
+  double new_min = std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3]));
+  double new_max = std::max(std::max(hi[0], hi[1]), std::max(hi[2], hi[3]));
+  if (new_min == 0.0 || new_max == 0.0) {
+    new_min = min_, new_max = max_;
+    for (i = 0; i < n; ++i) new_min = std::min(new_min, x[i]), new_max = std::max(new_max, x[i]);
+  }
+  i = 0;
   if (exact_) {
     const std::size_t take = std::min(n, capacity_ > values_.size() ? capacity_ - values_.size() : std::size_t(0));
     values_.insert(values_.end(), x, x + take);
     i = take;
     if (i < n) to_sketch();
   }
-  // sketch_add inlined, the store picked by a select rather than a branch (difference metrics
-  // change sign at random), and the index's product in 64 bits while it cannot overflow.
-  const bool narrow = subdivisions_ < 4096;  // mantissa < 2^52, so the product stays < 2^64
-  for (; i < n; ++i) {
-    const double v = x[i], m = std::fabs(v);
-    if (m < kZeroThreshold) {
-      ++zero_count_;
-      continue;
+  if (subdivisions_ >= 4096) {  // the index product may pass 2^64: the general path
+    for (; i < n; ++i) sketch_add(x[i]);
+  } else {
+    // sketch_add inlined: each store's range in locals (reloaded only when a store grows), the
+    // store picked by the sign bit rather than a branch (difference metrics change sign at
+    // random), and the index's product in 64 bits (mantissa < 2^52, N < 2^12).
+    Store* const store[2] = {&positive_, &negative_};
+    int64_t off[2], size[2];
+    uint64_t* data[2];
+    const auto bind = [&](std::size_t s) {
+      off[s] = store[s]->offset, size[s] = static_cast<int64_t>(store[s]->counts.size()), data[s] = store[s]->counts.data();
+    };
+    bind(0), bind(1);
+    const int64_t N = subdivisions_;
+    uint64_t zeros = 0;
+    for (; i < n; ++i) {
+      const uint64_t u = std::bit_cast<uint64_t>(x[i]);
+      const uint64_t mag = u & ~(uint64_t(1) << 63);
+      if (std::bit_cast<double>(mag) < kZeroThreshold) {
+        ++zeros;
+        continue;
+      }
+      const std::size_t s = u >> 63;
+      const int64_t index = (int64_t(mag >> 52) - 1023) * N + int64_t(((mag & ((uint64_t(1) << 52) - 1)) * uint64_t(N)) >> 52);
+      const int64_t pos = index - off[s];
+      if (static_cast<uint64_t>(pos) < static_cast<uint64_t>(size[s])) {
+        ++data[s][pos];
+      } else {
+        store[s]->add(static_cast<int32_t>(index), 1);
+        bind(s);
+      }
     }
-    Store& st = *(v > 0 ? &positive_ : &negative_);
-    int32_t index;
-    if (narrow) {
-      const uint64_t bits = std::bit_cast<uint64_t>(m);
-      index = (static_cast<int32_t>(bits >> 52) - 1023) * subdivisions_ +
-              static_cast<int32_t>(((bits & ((uint64_t(1) << 52) - 1)) * uint64_t(subdivisions_)) >> 52);
-    } else {
-      index = index_of(m);
-    }
-    const int64_t pos = int64_t(index) - st.offset;
-    if (pos >= 0 && pos < int64_t(st.counts.size())) ++st.counts[static_cast<std::size_t>(pos)];
-    else st.add(index, 1);
+    zero_count_ += zeros;
   }
   n_ += n;
-  min_ = lo;
-  max_ = hi;
+  min_ = new_min;
+  max_ = new_max;
 }
 
 void QuantileSketch::merge(const QuantileSketch& other) {

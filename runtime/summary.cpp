@@ -91,10 +91,12 @@ void Summary::consume(const BatchResult& res, SinkPartial* partial) {
     const auto& m = res.metrics[j];
     Scenario& s = scenario(*res.scenario_names[j]);
     s.count += m.n;
+    moments_.clear(), rows_.clear();
     for (std::size_t k = 0; k < s.metrics.size(); ++k) {
-      s.metrics[k].moments.add(metric_row(m, k), m.n);
+      moments_.push_back(&s.metrics[k].moments), rows_.push_back(metric_row(m, k));
       s.metrics[k].sketch.merge(p->slots[j].sketches[k]);
     }
+    Moments::add_rows(moments_.data(), rows_.data(), moments_.size(), m.n);  // in report order, as add()
     s.top.merge(p->slots[j].top);
     for (auto& [index, id] : p->slots[j].ids) s.top_ids.emplace(index, std::move(id));
     // Keep only the ids of reports still in the top k.

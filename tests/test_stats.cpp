@@ -1,3 +1,4 @@
+#include <bit>
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <chrono>
@@ -110,6 +111,35 @@ TEST_CASE("Moments: a row at once is bit-identical to value by value, however th
     CHECK(same_bits(rows.variance(), one.variance()));
     CHECK((rows.min() == one.min() && rows.max() == one.max()));
   }
+}
+
+TEST_CASE("Moments::add_rows is bit-identical to add() row by row, any row count and length", "[stats]") {
+  const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+  for (std::size_t k : {std::size_t(1), std::size_t(3), std::size_t(4), std::size_t(5), std::size_t(9)})
+    for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(1000)}) {
+      std::vector<std::vector<double>> rows(k);
+      std::vector<Moments> one(k), many(k);
+      std::vector<Moments*> ptr;
+      std::vector<const double*> row;
+      for (std::size_t j = 0; j < k; ++j) {
+        rows[j] = draw(int(j % 4), n, 100 + j);
+        if (j % 2) one[j].add(5.0), many[j].add(5.0);  // some already hold a value (shift set)
+        ptr.push_back(&many[j]), row.push_back(rows[j].data());
+      }
+      for (int pass = 0; pass < 2; ++pass) {  // twice: the second pass adds to non-empty accumulators
+        for (std::size_t j = 0; j < k; ++j) one[j].add(rows[j].data(), n);
+        Moments::add_rows(ptr.data(), row.data(), k, n);
+      }
+      for (std::size_t j = 0; j < k; ++j) {
+        INFO("k " << k << ", n " << n << ", row " << j);
+        CHECK(one[j].count() == many[j].count());
+        if (!one[j].count()) continue;
+        CHECK(bits(one[j].mean()) == bits(many[j].mean()));
+        CHECK(bits(one[j].variance()) == bits(many[j].variance()));
+        CHECK(bits(one[j].min()) == bits(many[j].min()));
+        CHECK(bits(one[j].max()) == bits(many[j].max()));
+      }
+    }
 }
 
 TEST_CASE("Moments stay accurate on a large mean (the shift), at least as well as Welford's update", "[stats]") {
@@ -299,4 +329,33 @@ TEST_CASE("adding a row at once equals adding value by value", "[stats]") {
   QuantileSketch s;
   const double bad[] = {1.0, std::nan("")};
   CHECK_THROWS_AS(s.add(bad, 2), std::domain_error);
+}
+
+TEST_CASE("a row at once keeps the bits of min, max and buckets: signed zeros, tails, both index paths", "[stats]") {
+  const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+  std::mt19937_64 g(11);
+  std::normal_distribution<double> nd(0, 5);
+  for (double accuracy : {0.005, 1e-4}) {  // N = 100 (64-bit index product) and N = 5000 (general path)
+    for (int shape = 0; shape < 4; ++shape) {
+      for (std::size_t n : {std::size_t(1), std::size_t(3), std::size_t(4), std::size_t(7), std::size_t(4103)}) {
+        std::vector<double> v(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          const double r = nd(g);
+          // 0: signed zeros are the extremes (min -0.0 or +0.0 by which comes first); 1: zeros
+          // mixed with negatives; 2: mixed signs, some zeros and subnormal magnitudes; 3: plain.
+          v[i] = shape == 0   ? (g() % 2 ? 0.0 : -0.0) + (g() % 3 == 0 ? std::fabs(r) : 0.0)
+                 : shape == 1 ? (g() % 2 ? -0.0 : 0.0) - (g() % 3 == 0 ? std::fabs(r) : 0.0)
+                 : shape == 2 ? (g() % 5 == 0 ? (g() % 2 ? 1e-310 : -0.0) : r)
+                              : r;
+        }
+        QuantileSketch one(accuracy, 0), many(accuracy, 0);
+        for (double x : v) one.add(x);
+        many.add(v.data(), v.size());
+        INFO("accuracy " << accuracy << ", shape " << shape << ", n " << n);
+        CHECK(bits(one.min()) == bits(many.min()));
+        CHECK(bits(one.max()) == bits(many.max()));
+        for (double q : kQs) CHECK(bits(one.quantile(q)) == bits(many.quantile(q)));
+      }
+    }
+  }
 }

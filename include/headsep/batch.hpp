@@ -71,6 +71,9 @@ struct WeightBlock {
   std::uint32_t heads = 0;
   std::vector<std::vector<double>> rows;         ///< [heads + 1][token] (per_token)
   std::vector<std::uint64_t> query_offset;       ///< per_query only: n_reports + 1
+  /// Set by the engine for slots after the first when Weighting::shared_baseline(): rows[0]
+  /// still holds this batch's baseline, and weights() leaves it as it is.
+  bool keep_baseline = false;
 
   /// Sizes the rows without clearing them: a weighting fills every token of every row.
   void resize(std::uint32_t n_heads, std::size_t n_tokens) {

@@ -39,6 +39,9 @@ struct KernelArgs {
   T* pairwise = nullptr;
   T* separation = nullptr;
   std::size_t stride = 0;
+  /// The context rows of h = 0 already hold the baseline's contexts (computed for an earlier
+  /// slot of the same batch: Weighting::shared_baseline): they are read, not computed again.
+  bool baseline_given = false;
 };
 
 /// Computes the metrics at the given level. In f64 every level gives bit-identical results

@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define HEADSEP_PLUGIN_ABI_MAJOR 1
-#define HEADSEP_PLUGIN_ABI_MINOR 1
+#define HEADSEP_PLUGIN_ABI_MINOR 2
 /** Name of the one symbol a plugin exports. */
 #define HEADSEP_PLUGIN_ENTRY_SYMBOL "headsep_plugin_entry"
 
@@ -239,7 +239,17 @@ typedef struct headsep_weighting_info {
   /** Optional: NULL = weights() computes the weights. Else an array of max(1, n_scenarios)
    *  attention schemes, one per own scenario (layout must be per-token: it is ignored). */
   const headsep_attention_spec* attention;
+  /* ---- ABI 1.2 ---- */
+  /** HEADSEP_WEIGHTING_* bits. Each is a promise the host may use or ignore: bits a host does not
+   *  know are ignored. */
+  uint32_t flags;
 } headsep_weighting_info;
+
+/** The single-head baseline (rows[0] of weights()) is the same for every scenario slot, e.g. one
+ *  softmax that no head design changes. The host then asks for it once per batch, in the call for
+ *  slot 0, and passes rows[0] = NULL in the calls for other slots of that batch (it reuses slot 0's
+ *  row, and the baseline's contexts). Per-token layout only; ignored for attention specs. */
+#define HEADSEP_WEIGHTING_SHARED_BASELINE 1u
 
 /** The descriptor returned by headsep_plugin_entry(). Static storage, owned by the plugin.
  *  Fields of the other kind are NULL. */
@@ -283,7 +293,8 @@ typedef struct headsep_plugin_descriptor {
   headsep_status (*describe_weighting)(void* state, headsep_weighting_info* info);
   /** Required. Fills the weights of one scenario over a chunk: rows[0] the single-head
    *  baseline, rows[1..heads] the heads, each n_tokens doubles (host-owned, not zeroed, write
-   *  all). Weights must be finite and >= 0. `slot` indexes the scheme's own scenarios, or the
+   *  all). Weights must be finite and >= 0. rows[0] is NULL (write no baseline) only when the
+   *  scheme declared HEADSEP_WEIGHTING_SHARED_BASELINE and slot > 0. `slot` indexes the scheme's own scenarios, or the
    *  chunk's scenarios when it has none (slot 0 when neither exists).
    *  MAY BE CALLED FROM SEVERAL THREADS AT ONCE on the same state (distinct batches or slots):
    *  it must not modify the state. */

@@ -245,7 +245,8 @@ class WeightingScheme {
   virtual std::uint32_t heads() const = 0;
   /// The scheme's own scenarios (head designs); empty = evaluate the data's scenarios.
   virtual std::vector<std::string> scenarios() const { return {}; }
-  /// rows[0..heads], each n_tokens doubles (per-query layout: batch.query_offset()'s blocks).
+  /// rows[0..heads], each n_tokens doubles (per-query layout: batch.query_offset()'s blocks);
+  /// rows[0] is nullptr for slot > 0 when shared_baseline() is true.
   /// CALLED FROM SEVERAL THREADS AT ONCE: const, no mutation. Not called for attention schemes.
   virtual void weights(const BatchView& batch, std::uint32_t slot, double* const* rows) const = 0;
   /// ABI 1.1: HEADSEP_LAYOUT_PER_TOKEN, or HEADSEP_LAYOUT_PER_QUERY for explicit attention maps.
@@ -253,6 +254,9 @@ class WeightingScheme {
   /// ABI 1.1: QKV attention schemes, one per scenario (max(1, scenarios().size())); empty = none.
   /// Pointers inside must stay valid as long as the object lives.
   virtual std::vector<headsep_attention_spec> attention() const { return {}; }
+  /// ABI 1.2: true when the baseline (rows[0]) does not depend on the slot
+  /// (HEADSEP_WEIGHTING_SHARED_BASELINE): weights() then gets rows[0] == nullptr for slot > 0.
+  virtual bool shared_baseline() const { return false; }
 };
 
 namespace detail {
@@ -350,6 +354,7 @@ struct WeightingAdapter {
       if (!h->attention.empty() && h->attention.size() != std::max<std::size_t>(1, h->names.size()))
         throw PluginError("attention(): one spec per scenario expected");
       info->attention = h->attention.empty() ? nullptr : h->attention.data();
+      info->flags = h->obj.shared_baseline() ? HEADSEP_WEIGHTING_SHARED_BASELINE : 0u;
       return HEADSEP_OK;
     });
   }

@@ -66,6 +66,9 @@ class Weighting {
   virtual bool attention_reads_features() const { return false; }
   /// True when weights() gives explicit attention maps (WeightBlock::Layout::per_query).
   virtual bool per_query() const { return false; }
+  /// True when the baseline row is the same for every slot (per-token schemes only): the engine
+  /// then asks for it in slot 0 only (WeightBlock::keep_baseline) and reuses its contexts.
+  virtual bool shared_baseline() const { return false; }
 };
 
 struct CsvSourceOptions {

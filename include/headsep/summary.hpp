@@ -65,6 +65,8 @@ class Summary final : public ResultSink {
   std::size_t metric_count_ = 0;  // metric_names().size(), fixed by info_
   std::vector<Scenario> scenarios_;
   std::unordered_map<std::string, std::size_t> index_;
+  std::vector<Moments*> moments_;    // consume()'s scratch: one scenario's accumulators
+  std::vector<const double*> rows_;  // ... and their metric rows
 };
 
 }  // namespace headsep

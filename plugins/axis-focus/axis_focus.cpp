@@ -571,6 +571,7 @@ class AxisFocus final : public WeightingScheme {
     for (const auto& d : designs_) v.push_back(d.name);
     return v;
   }
+  bool shared_baseline() const override { return true; }
 
   // Concurrent: reads only immutable members; per-call state lives on the stack.
   void weights(const BatchView& b, std::uint32_t slot, double* const* rows) const override {
@@ -586,10 +587,12 @@ class AxisFocus final : public WeightingScheme {
     c.term_slot = term_slot_.data();
     c.term_k = term_k_.data();
     c.inv_axes = 1.0 / static_cast<double>(c.n_axes);
-    c.rows = static_cast<std::uint32_t>(src_[slot].size());
-    c.src = src_[slot].data();
-    c.sharp = sharp_[slot].data();
-    c.out = rows;
+    // Row 0, the baseline, is the same softmax in every design: the host asks for it in slot 0 only.
+    const std::uint32_t skip = rows[0] ? 0 : 1;
+    c.rows = static_cast<std::uint32_t>(src_[slot].size()) - skip;
+    c.src = src_[slot].data() + skip;
+    c.sharp = sharp_[slot].data() + skip;
+    c.out = rows + skip;
     run_(c, b.token_offset().data(), b.n_reports(), lanes_);
   }
 

@@ -15,7 +15,7 @@ void metrics_scalar(const KernelArgs<T>& a, std::size_t r_begin, std::size_t r_e
   for (std::size_t r = r_begin; r < r_end; ++r) {
     const std::size_t b = static_cast<std::size_t>(a.token_offset[r]);
     const std::size_t e = static_cast<std::size_t>(a.token_offset[r + 1]);
-    for (std::size_t h = 0; h < H; ++h) {
+    for (std::size_t h = a.baseline_given ? 1 : 0; h < H; ++h) {
       const T* w = a.weight[h];
       for (std::size_t c = 0; c < C; ++c) {
         const T* x = a.axis[c];

@@ -74,7 +74,7 @@ struct K {
                          std::size_t kb, bool first) noexcept {
     const std::size_t C = a.axes, H = std::size_t(a.heads) + 1, S = a.stride;
     if constexpr (KC) k = KC, kb = KC;
-    for (std::size_t h = 0; h < H; ++h) {
+    for (std::size_t h = a.baseline_given ? 1 : 0; h < H; ++h) {
       const T* w = tile + (C + h) * kb * W;
       for (std::size_t c = 0; c < C; ++c) {
         const T* x = tile + c * kb * W;
@@ -180,7 +180,7 @@ struct K {
       const std::size_t base = first + r0 * LC;
       B x[CC][LC];
       for (std::size_t c = 0; c < CC; ++c) deinterleave<LC>(a.axis[c] + base, x[c]);
-      for (std::size_t h = 0; h < H; ++h) {
+      for (std::size_t h = a.baseline_given ? 1 : 0; h < H; ++h) {
         B w[LC];
         deinterleave<LC>(a.weight[h] + base, w);
         for (std::size_t c = 0; c < CC; ++c) {
@@ -265,7 +265,7 @@ struct K {
     B x[CC][K];
     for (std::size_t c = 0; c < CC; ++c)
       for (std::size_t t = 0; t < K; ++t) x[c][t] = xsimd::select(in[t], gather(a.axis[c], ix[t]), B(T(0)));
-    for (std::size_t h = 0; h < H; ++h) {
+    for (std::size_t h = a.baseline_given ? 1 : 0; h < H; ++h) {
       B w[K];
       for (std::size_t t = 0; t < K; ++t) w[t] = xsimd::select(in[t], gather(a.weight[h], ix[t]), B(T(0)));
       for (std::size_t c = 0; c < CC; ++c) {
@@ -373,7 +373,7 @@ struct K {
       for (std::size_t r = r0; r < r0 + W; ++r) {
         const std::size_t b = static_cast<std::size_t>(a.token_offset[r]);
         const std::size_t len = static_cast<std::size_t>(a.token_offset[r + 1]) - b;
-        for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t h = a.baseline_given ? 1 : 0; h < H; ++h)
           for (std::size_t c = 0; c < C; ++c)
             a.context[(h * C + c) * S + r] = dot(a.weight[h] + b, a.axis[c] + b, len);
       }
@@ -400,7 +400,7 @@ struct K {
         for (std::size_t t = b; t < e; ++t)
           for (std::size_t h = 0; h < HC; ++h)
             for (std::size_t c = 0; c < CC; ++c) acc[h][c] = acc[h][c] + w[h][t] * x[c][t];
-        for (std::size_t h = 0; h < HC; ++h)
+        for (std::size_t h = a.baseline_given ? 1 : 0; h < HC; ++h)  // (a given baseline is summed, not stored)
           for (std::size_t c = 0; c < CC; ++c) a.context[(h * CC + c) * S + r] = acc[h][c];
       }
       finish(a, r0);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "headsep/plugin.h"
 #include "test_util.hpp"
 
 using namespace testutil;
@@ -174,14 +175,31 @@ TEST_CASE("plugins built against the ABI 1.0 header load and give identical resu
   auto info = run_cli("plugins compat-focus --plugin-dir " + shell_quote(cases + "compat10"));
   REQUIRE(info.status == 0);
   CHECK_THAT(info.out, Contains("abi:  1.0"));
-  auto now = run_cli("plugins compat-focus --plugin-dir " + shell_quote(cases + "compat11"));
+  auto now = run_cli("plugins compat-focus --plugin-dir " + shell_quote(cases + "compat_current"));
   REQUIRE(now.status == 0);
-  CHECK_THAT(now.out, Contains("abi:  1.1"));
+  CHECK_THAT(now.out, Contains("abi:  1." + std::to_string(HEADSEP_PLUGIN_ABI_MINOR)));
   const std::string job = "run -s compat-reports -w compat-focus --format jsonl --quiet --chunk 13 --plugin-dir ";
   auto old_run = run_cli(job + shell_quote(cases + "compat10"));
-  auto new_run = run_cli(job + shell_quote(cases + "compat11"));
+  auto new_run = run_cli(job + shell_quote(cases + "compat_current"));
   REQUIRE(old_run.status == 0);
   REQUIRE(new_run.status == 0);
   CHECK(json_lines(old_run.out).size() == 200);
   CHECK(old_run.out == new_run.out);
+}
+
+TEST_CASE("ABI 1.2 shared baseline: asked for once per batch, results identical to a scheme without the flag", "[attention][abi]") {
+  // compat_shared's weights() fails unless rows[0] is NULL exactly for slot > 0, so a host that
+  // ignored the flag (or passed NULL for slot 0) fails this run; both builds must give the same bytes.
+  const std::string cases = std::string(HEADSEP_BINARY_DIR) + "/tests/plugins/cases/";
+  for (const char* threads : {"1", "2"}) {
+    const std::string job = std::string("run -s compat-reports -w compat-designs --format jsonl --quiet --chunk 13 --threads ") +
+                            threads + " --plugin-dir " + shell_quote(cases + "compat_current") + " --plugin-dir ";
+    auto shared = run_cli(job + shell_quote(cases + "compat_shared"));
+    auto plain = run_cli(job + shell_quote(cases + "compat_unshared"));
+    INFO(shared.err << plain.err);
+    REQUIRE(shared.status == 0);
+    REQUIRE(plain.status == 0);
+    CHECK(json_lines(shared.out).size() == 400);  // 200 reports x 2 designs
+    CHECK(shared.out == plain.out);
+  }
 }

@@ -1,14 +1,17 @@
 /* A plain-C scenario generator and weighting scheme compiled twice by tests/plugins/CMakeLists.txt:
  * once against the saved ABI 1.0 header (tests/plugins/abi10/headsep/plugin.h), once against the
  * current one. Both builds must load and give byte-identical results (ABI 1.x only appends).
- * COMPAT_KIND 1 = scenario generator "compat-reports", 2 = weighting "compat-focus". */
+ * COMPAT_KIND 1 = scenario generator "compat-reports", 2 = weighting "compat-focus"; 3 = weighting
+ * "compat-designs" (ABI 1.2 flags, current header only). */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "headsep/plugin.h"
 
+#if COMPAT_KIND != 3
 static const char* last_error(void) { return "compat plugin error"; }
+#endif
 
 #if COMPAT_KIND == 1
 /* 200 reports of 1..5 tokens, features from a counter-based hash; random access. */
@@ -56,6 +59,53 @@ static const headsep_plugin_descriptor kDescriptor = {
     HEADSEP_PLUGIN_ABI_MAJOR, HEADSEP_PLUGIN_ABI_MINOR, sizeof(headsep_plugin_descriptor), HEADSEP_KIND_SCENARIO,
     "compat-reports", "1.0.0", "ABI compatibility test generator", 0, NULL, last_error,
     open_, describe, next_chunk, close_, NULL, NULL, NULL, NULL};
+#elif COMPAT_KIND == 3
+/* "compat-designs": two own scenarios over one uniform baseline, "first_last" (head 1 favours the
+ * first token, head 2 the last) and "last_first" (swapped). Built twice, against the current
+ * header only: with COMPAT_SHARED=1 it declares HEADSEP_WEIGHTING_SHARED_BASELINE and fails unless
+ * the host passes rows[0] == NULL exactly for slot > 0; with COMPAT_SHARED=0 it writes every row. */
+static const char* kDesigns[2] = {"first_last", "last_first"};
+static const char* last_error3(void) {
+  return "the host broke the shared-baseline contract (rows[0] must be NULL exactly for slot > 0)";
+}
+static headsep_status create(const headsep_param* p, uint32_t n, const headsep_schema* s, void** state) {
+  (void)p, (void)n, (void)s;
+  *state = NULL;
+  return HEADSEP_OK;
+}
+static headsep_status describe_w(void* state, headsep_weighting_info* info) {
+  (void)state;
+  memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
+  info->heads = 2;
+  info->layout = HEADSEP_LAYOUT_PER_TOKEN;
+  info->n_scenarios = 2;
+  info->scenario_names = kDesigns;
+  info->flags = COMPAT_SHARED ? HEADSEP_WEIGHTING_SHARED_BASELINE : 0u;
+  return HEADSEP_OK;
+}
+static headsep_status weights(const void* state, const headsep_batch_view* b, uint32_t slot, double* const* rows) {
+  (void)state;
+  if (COMPAT_SHARED ? (slot == 0) != (rows[0] != NULL) : rows[0] == NULL) return HEADSEP_ERROR;
+  double* first = rows[slot ? 2 : 1];
+  double* last = rows[slot ? 1 : 2];
+  for (uint64_t r = 0; r < b->n_reports; ++r) {
+    uint64_t t0 = b->token_offset[r], t1 = b->token_offset[r + 1], n = t1 - t0;
+    double z1 = 0, z2 = 0;
+    for (uint64_t t = t0; t < t1; ++t) z1 += exp(-(double)(t - t0)), z2 += exp(-(double)(t1 - 1 - t));
+    for (uint64_t t = t0; t < t1; ++t) {
+      if (rows[0]) rows[0][t] = 1.0 / (double)n;
+      first[t] = exp(-(double)(t - t0)) / z1;
+      last[t] = exp(-(double)(t1 - 1 - t)) / z2;
+    }
+  }
+  return HEADSEP_OK;
+}
+static void destroy(void* state) { (void)state; }
+static const headsep_plugin_descriptor kDescriptor = {
+    HEADSEP_PLUGIN_ABI_MAJOR, HEADSEP_PLUGIN_ABI_MINOR, sizeof(headsep_plugin_descriptor), HEADSEP_KIND_WEIGHTING,
+    "compat-designs", "1.0.0", "ABI 1.2 shared-baseline test weighting", 0, NULL, last_error3,
+    NULL, NULL, NULL, NULL, create, describe_w, weights, destroy};
 #else
 /* Head 1 favours the first token, head 2 the last, the baseline is uniform (per-token weights). */
 static headsep_status create(const headsep_param* p, uint32_t n, const headsep_schema* s, void** state) {
