@@ -12,6 +12,7 @@
 
 #include "attention_scalar.hpp"
 #include "attention_simd.hpp"
+#include "gelu.hpp"
 #include "headsep/error.hpp"
 
 namespace headsep {
@@ -98,16 +99,16 @@ std::shared_ptr<const float> pack_panels(const float* b, std::size_t K, std::siz
 }
 
 void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
-                  std::size_t N, float* c, std::size_t ldc, const float* next, std::size_t next_k) {
+                  std::size_t N, float* c, std::size_t ldc, const float* next, std::size_t next_k, bool gelu) {
   if (!next) next_k = 0;
   require_supported(level);
   const float* packed_bias = packed + (N + kPanel - 1) / kPanel * K * kPanel;
   switch (level) {
 #if HEADSEP_KERNELS_X86
-    case SimdLevel::sse2: return attention_kernel<xsimd::sse2>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc, next, next_k);
-    case SimdLevel::avx2: return attention_kernel<fma3_avx2>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc, next, next_k);
+    case SimdLevel::sse2: return attention_kernel<xsimd::sse2>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc, next, next_k, gelu);
+    case SimdLevel::avx2: return attention_kernel<fma3_avx2>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc, next, next_k, gelu);
     case SimdLevel::avx512:
-      return attention_kernel<xsimd::avx512bw>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc, next, next_k);
+      return attention_kernel<xsimd::avx512bw>{}.project(x, ldx, M, K, packed, packed_bias, N, c, ldc, next, next_k, gelu);
 #endif
     default: break;
   }
@@ -117,7 +118,7 @@ void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t 
       float s = packed_bias[n];
       const float* bp = packed + n / kPanel * K * kPanel + n % kPanel;
       for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * bp[k * kPanel];
-      c[m * ldc + n] = s;
+      c[m * ldc + n] = gelu ? gelu_ref(s) : s;
     }
 }
 

@@ -63,8 +63,10 @@ std::shared_ptr<const float> pack_panels(const float* b, std::size_t K, std::siz
 /// result never depends on the other rows of the call (grouping reports cannot change bits).
 /// `next`: the matrix the caller multiplies by next (pack_panels' layout, K_next = next_k rows) or
 /// nullptr; its first panel is prefetched into L2 while the last panel of this one runs.
+/// `gelu`: C = GELU(bias + X·B) (kernels/gelu.hpp on the accumulators before they are stored).
 void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
-                  std::size_t N, float* c, std::size_t ldc, const float* next = nullptr, std::size_t next_k = 0);
+                  std::size_t N, float* c, std::size_t ldc, const float* next = nullptr, std::size_t next_k = 0,
+                  bool gelu = false);
 
 /// AttentionPlan's projection backend: false = project_rows (default), true = OpenBLAS sgemm.
 /// The default comes from HEADSEP_ATTENTION_GEMM (=blas); tests and benchmarks switch it here.
@@ -82,7 +84,7 @@ struct attention_kernel {
   /// project_rows at this level.
   void project(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
                const float* packed_bias, std::size_t N, float* c, std::size_t ldc, const float* next,
-               std::size_t next_k) const;
+               std::size_t next_k, bool gelu) const;
   /// `rounds` rounds of independent FMA chains (enough to hide the FMA latency); returns a value
   /// that depends on every chain. Flops done: rounds * fma_chain_flops().
   float fma_chains(std::size_t rounds, float x) const;

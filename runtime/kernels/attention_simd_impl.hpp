@@ -42,6 +42,7 @@
 #include <immintrin.h>  // AVX-512/AVX2 intrinsics in if-constexpr branches (declared for every target)
 
 #include "attention_simd.hpp"
+#include "gelu.hpp"
 
 namespace headsep::kernels {
 namespace attn_detail {
@@ -829,7 +830,17 @@ struct AK {
   static constexpr std::size_t GMR = W >= 16 ? 8 : 4;
   static_assert(kPanel % (GV * W) == 0);
 
-  template <std::size_t R>
+  /// gelu_ref (kernels/gelu.hpp) on a vector, with this level's FMA: the FFN product's epilogue.
+  static B gelu(B in) noexcept {
+    const B x = xsimd::min(xsimd::max(in * B(0.70710678118654752f), B(-4.0f)), B(4.0f)), x2 = x * x;
+    B p = fmadd(x2, B(kGeluP[0]), B(kGeluP[1]));
+    for (int i = 2; i < 7; ++i) p = fmadd(x2, p, B(kGeluP[i]));
+    B q = fmadd(x2, B(kGeluQ[0]), B(kGeluQ[1]));
+    for (int i = 2; i < 5; ++i) q = fmadd(x2, q, B(kGeluQ[i]));
+    return B(0.5f) * in * (B(1.0f) + x * p / q);
+  }
+
+  template <bool G, std::size_t R>
   static void gemm_tile(const float* x, std::size_t ldx, std::size_t K, const float* bp, const float* bias, float* c,
                         std::size_t ldc, const char* pf, const char* pf_end) noexcept {
     B acc[R][GV];
@@ -851,19 +862,36 @@ struct AK {
     }
     for (std::size_t r = 0; r < R; ++r)
       for (std::size_t j = 0; j < GV; ++j) acc[r][j].store_unaligned(c + r * ldc + j * W);
+    if constexpr (G) gelu_tile(c, ldc, R);
   }
 
-  template <std::size_t R = GMR>
+  /// GELU on a tile just stored (in L1), out of line: inlined into gemm_tile (on the accumulators
+  /// or on the stored tile), its constants took registers from the k loop's accumulators, which
+  /// GCC then kept in memory (the whole FFN product 35 % slower).
+  [[gnu::noinline]] static void gelu_tile(float* c, std::size_t ldc, std::size_t rows) noexcept {
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t j = 0; j < GV; ++j) gelu(B::load_unaligned(c + r * ldc + j * W)).store_unaligned(c + r * ldc + j * W);
+  }
+
+  template <bool G, std::size_t R = GMR>
   static void gemm_rows(std::size_t rows, const float* x, std::size_t ldx, std::size_t K, const float* bp,
                         const float* bias, float* c, std::size_t ldc, const char* pf, const char* pf_end) noexcept {
     if constexpr (R > 1)
-      if (rows < R) return gemm_rows<R - 1>(rows, x, ldx, K, bp, bias, c, ldc, pf, pf_end);
-    gemm_tile<R>(x, ldx, K, bp, bias, c, ldc, pf, pf_end);
+      if (rows < R) return gemm_rows<G, R - 1>(rows, x, ldx, K, bp, bias, c, ldc, pf, pf_end);
+    gemm_tile<G, R>(x, ldx, K, bp, bias, c, ldc, pf, pf_end);
   }
 
   static void project(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
                       const float* pbias, std::size_t N, float* c, std::size_t ldc, const float* next_matrix,
-                      std::size_t next_k) noexcept {
+                      std::size_t next_k, bool gelu_out) noexcept {
+    if (gelu_out) return project_t<true>(x, ldx, M, K, packed, pbias, N, c, ldc, next_matrix, next_k);
+    project_t<false>(x, ldx, M, K, packed, pbias, N, c, ldc, next_matrix, next_k);
+  }
+
+  template <bool G>
+  static void project_t(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
+                        const float* pbias, std::size_t N, float* c, std::size_t ldc, const float* next_matrix,
+                        std::size_t next_k) noexcept {
     if (M == 0 || N == 0) return;
     const FlushDenormals ftz;
     constexpr std::size_t SW = GV * W;  // columns of one micro-kernel
@@ -884,9 +912,9 @@ struct AK {
           const char* pf = next ? next + lo(lines, tile * per_tile) * 64 : nullptr;
           const char* pf_end = next ? next + lo(lines, (tile + 1) * per_tile) * 64 : nullptr;
           if (cols == SW) {
-            gemm_rows(R, x + m0 * ldx, ldx, K, bp + c0, pbias + col, c + m0 * ldc + col, ldc, pf, pf_end);
+            gemm_rows<G>(R, x + m0 * ldx, ldx, K, bp + c0, pbias + col, c + m0 * ldc + col, ldc, pf, pf_end);
           } else {  // the last columns: through a stack tile, so nothing past column N is written
-            gemm_rows(R, x + m0 * ldx, ldx, K, bp + c0, pbias + col, tmp, SW, pf, pf_end);
+            gemm_rows<G>(R, x + m0 * ldx, ldx, K, bp + c0, pbias + col, tmp, SW, pf, pf_end);
             for (std::size_t r = 0; r < R; ++r)
               for (std::size_t j = 0; j < cols; ++j) c[(m0 + r) * ldc + col + j] = tmp[r * SW + j];
           }
@@ -928,8 +956,8 @@ std::size_t attention_kernel<Arch>::lanes() noexcept {
 template <class Arch>
 void attention_kernel<Arch>::project(const float* x, std::size_t ldx, std::size_t M, std::size_t K,
                                      const float* packed, const float* packed_bias, std::size_t N, float* c,
-                                     std::size_t ldc, const float* next, std::size_t next_k) const {
-  attn_detail::AK<Arch>::project(x, ldx, M, K, packed, packed_bias, N, c, ldc, next, next_k);
+                                     std::size_t ldc, const float* next, std::size_t next_k, bool gelu) const {
+  attn_detail::AK<Arch>::project(x, ldx, M, K, packed, packed_bias, N, c, ldc, next, next_k, gelu);
 }
 template <class Arch>
 float attention_kernel<Arch>::fma_chains(std::size_t rounds, float x) const {

@@ -19,6 +19,7 @@
 #include "headsep/error.hpp"
 #include "headsep/safetensors.hpp"
 #include "kernels/attention_simd.hpp"
+#include "kernels/gelu.hpp"
 
 namespace headsep {
 namespace {
@@ -130,28 +131,10 @@ void layer_norm_rows(SimdLevel level, float* x, const float* residual, std::size
   }
 }
 
-// erf by the rational approximation XLA and Eigen use for float (odd numerator of degree 13 over
-// an even denominator of degree 8, input clamped to [-4, 4] where erf is ±1 in float), branch-free
-// so the loop vectorises; one clone per instruction set.
+// The rational erf of kernels/gelu.hpp, branch-free so the loop vectorises; one clone per
+// instruction set. The forward fuses GELU into the FFN product (project_rows' gelu epilogue).
 __attribute__((target_clones("avx512f", "avx2", "default"))) void gelu_inplace(float* v, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) {
-    const float in = v[i];
-    float x = in * 0.70710678118654752f;
-    x = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
-    const float x2 = x * x;
-    float p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
-    p = x2 * p + -2.10102402082508e-06f;
-    p = x2 * p + -5.69250639462346e-05f;
-    p = x2 * p + -7.34990630326855e-04f;
-    p = x2 * p + -2.95459980854025e-03f;
-    p = x2 * p + -1.60960333262415e-02f;
-    p = x * p;
-    float q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
-    q = x2 * q + -1.68282697438203e-03f;
-    q = x2 * q + -7.37332916720468e-03f;
-    q = x2 * q + -1.42647390514189e-02f;
-    v[i] = 0.5f * in * (1.0f + p / q);
-  }
+  for (std::size_t i = 0; i < n; ++i) v[i] = kernels::gelu_ref(v[i]);
 }
 
 BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
@@ -393,8 +376,7 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
     }
     kernels::project_rows(level, s.ctx.data(), D, T, D, L.out.get(), D, s.h1.data(), D, L.ffn1.get(), D);
     layer_norm_rows(level, s.h1.data(), x, T, D, L.ln1_g.data(), L.ln1_b.data(), cfg_.layer_norm_eps);
-    kernels::project_rows(level, s.h1.data(), D, T, D, L.ffn1.get(), I, s.inter.data(), I, L.ffn2.get(), I);
-    gelu_inplace(s.inter.data(), T * I);
+    kernels::project_rows(level, s.h1.data(), D, T, D, L.ffn1.get(), I, s.inter.data(), I, L.ffn2.get(), I, true);
     kernels::project_rows(level, s.inter.data(), I, T, I, L.ffn2.get(), D, x, D, next_qkv, D);
     layer_norm_rows(level, x, s.h1.data(), T, D, L.ln2_g.data(), L.ln2_b.data(), cfg_.layer_norm_eps);
     if (all_hidden) std::memcpy(all_hidden + ((l + 1) * total_tokens + (t0 - base)) * D, x, T * D * sizeof(float));
