@@ -14,6 +14,8 @@
 #include <set>
 #include <iostream>
 #include <new>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <oneapi/tbb/info.h>
 #include <string>
 #include <vector>
@@ -356,14 +358,29 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
   return 0;
 }
 
+struct ModelJob;
+ModelJob open_model_job(const RunArgs& a, bool report);
+prof::ScalingPoint model_scaling_point(const RunArgs& a, unsigned threads);
+
 /// headsep scaling: the same job at each thread count, profiled; the summary (and with
 /// --check all every metric bit) must be identical at every count.
 int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& json, const std::string& check) {
   if (check != "summary" && check != "all") throw UsageError("--check must be summary or all");
+  if (!a.model.empty() && check == "all")
+    throw UsageError("--model: scaling compares the per layer x head summaries (--check summary); --check all is for the engine's metrics");
   const auto list = prof::parse_thread_counts(counts, unsigned(std::max(1, oneapi::tbb::info::default_concurrency())));
   run_options(a);
   std::vector<prof::ScalingPoint> points;
   for (unsigned n : list) {
+    if (!a.model.empty()) {  // a BERT model's heads (run_model's pipeline, the same profiler)
+      prof::ScalingPoint p = model_scaling_point(a, n);
+      p.identical = points.empty() || p.summary_json == points[0].summary_json;
+      if (!a.quiet)
+        std::fprintf(stderr, "scaling: %u thread%s: %.3f s, %.4g reports/s%s\n", n, n == 1 ? "" : "s", p.wall_s,
+                     p.wall_s > 0 ? double(p.reports) / p.wall_s : 0.0, p.identical ? "" : "  OUTPUT DIFFERS");
+      points.push_back(std::move(p));
+      continue;
+    }
     RunArgs v = a;
     v.threads = n;
     Setup s = build_setup(v);
@@ -396,7 +413,7 @@ int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& 
   if (!json.empty()) {
     OutputFile out(json);
     std::string job = a.input.empty() ? "scenario " + a.scenario : "input " + a.input;
-    job += ", weighting " + (a.weighting.empty() ? std::string("table") : a.weighting);
+    job += a.model.empty() ? ", weighting " + (a.weighting.empty() ? std::string("table") : a.weighting) : ", model " + a.model;
     for (const auto& p : a.params) job += ", -p " + p;
     out.write(prof::scaling_json(points, job));
     out.commit();
@@ -409,43 +426,85 @@ int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& 
   return 0;
 }
 
-/// --model DIR: text reports (text / ops-text) through a BERT encoder, every (layer, head)
-/// measured (model_run.hpp); the per layer x head summary as a table and --summary JSON.
-int model_cmd(const RunArgs& a) {
+/// A --model job opened: the encoder, the text source, the axes (the model's three relations
+/// unless the user chose axes) and the run's options; every error before anything is written.
+struct ModelJob {
+  std::optional<BertModel> model;
+  std::unique_ptr<ReportSource> source;
+  std::optional<AxisMap> axes;
+  ModelRunOptions options;
+  std::string axes_spec;
+  RunOptions run;
+};
+
+ModelJob open_model_job(const RunArgs& a, bool report) {
   if (!a.weighting.empty()) throw UsageError("--model and --weighting exclude each other (the model's heads are the heads)");
   if (!a.input.empty()) throw UsageError("--model reads text reports: --scenario text -p path=FILE, or --scenario ops-text");
-  if (!a.format.empty() || !a.output.empty() || !a.per_report.empty() || !a.attention.empty() || !a.reports.empty())
-    throw UsageError("--model writes the per layer x head summary (--summary PATH and the table); "
-                     "--format, --output, --per-report, --attention and --report do not apply");
   if (a.scenario.empty()) throw UsageError("--model needs --scenario text (-p path=FILE) or --scenario ops-text");
-  // The model's three relations, unless the user chose axes.
-  const std::string axes_spec = a.axes == kSeedAxes ? "decision=decision_axis;evidence=evidence_axis;condition=condition_axis" : a.axes;
-  auto specs = parse_axes(axes_spec);
-  const RunOptions ro = run_options(a);
-  const BertModel model = BertModel::load(a.model);  // every model error before anything is opened or written
+  ModelJob job;
+  job.axes_spec = a.axes == kSeedAxes ? "decision=decision_axis;evidence=evidence_axis;condition=condition_axis" : a.axes;
+  auto specs = parse_axes(job.axes_spec);
+  job.run = run_options(a);
+  job.model.emplace(BertModel::load(a.model));  // every model error before anything is opened or written
   PluginRegistry registry = load_registry(a.plugin_dirs);
   const PluginInfo& sp = registry.require(a.scenario, PluginKind::scenario);
   std::vector<std::string> params = a.params;
   if (declares(sp, "model") && !given(params, sp, "model")) params.push_back(sp.name + ".model=" + a.model);
-  const bool report = !a.report_html.empty() || !a.plot_svg.empty();  // the maps' token labels:
-  if (report && declares(sp, "names") && !given(params, sp, "names")) params.push_back(sp.name + ".names=true");
+  if (report && declares(sp, "names") && !given(params, sp, "names")) params.push_back(sp.name + ".names=true");  // the maps' token labels
   PluginInfo none;
   none.kind = PluginKind::weighting;
   none.name = "(none)";
   auto [sparams, wparams] = split_params(params, sp, none);
-  std::unique_ptr<ReportSource> source = open_scenario_plugin(registry, a.scenario, sparams);
-  const AxisMap axes = AxisMap::bind(specs, source->schema().feature_names);
-  ModelRunOptions mo;
+  job.source = open_scenario_plugin(registry, a.scenario, sparams);
+  job.axes.emplace(AxisMap::bind(specs, job.source->schema().feature_names));
+  ModelRunOptions& mo = job.options;
   mo.threads = a.threads;
-  mo.simd = ro.simd;
+  mo.simd = job.run.simd;
   mo.chunk_reports = a.chunk ? a.chunk : 128;
   mo.keep_maps = report;  // the top reports' maps (docs/REPORTS.md)
   mo.map_tokens = report::Limits{}.map_tokens;
   mo.top_reports = a.top;  // the summary's top list (and the report's maps), as for the engine's runs
+  return job;
+}
+
+/// One count of `headsep scaling --model`: the job opened afresh (a text file is read again), run
+/// with the profiler; the summary compared without what a run measures (seconds, threads).
+prof::ScalingPoint model_scaling_point(const RunArgs& a, unsigned threads) {
+  RunArgs v = a;
+  v.threads = threads;
+  ModelJob job = open_model_job(v, false);
+  Profiler profiler;
+  job.options.profiler = &profiler;
+  const ModelSummary sum = run_model(*job.source, *job.model, *job.axes, job.options);
+  prof::ScalingPoint p;
+  p.threads = threads, p.wall_s = sum.seconds;
+  for (const auto& sc : sum.scenarios) p.reports += sc.reports, p.groups += sc.reports;
+  p.profile = profiler.result();
+  p.profile_json = profiler.json();
+  auto j = nlohmann::ordered_json::parse(sum.json());
+  j.erase("seconds"), j.erase("threads");
+  p.summary_json = j.dump();
+  return p;
+}
+
+/// --model DIR: text reports (text / ops-text) through a BERT encoder, every (layer, head)
+/// measured (model_run.hpp); the per layer x head summary as a table and --summary JSON.
+int model_cmd(const RunArgs& a) {
+  if (!a.format.empty() || !a.output.empty() || !a.per_report.empty() || !a.attention.empty() || !a.reports.empty())
+    throw UsageError("--model writes the per layer x head summary (--summary PATH and the table); "
+                     "--format, --output, --per-report, --attention and --report do not apply");
+  const bool report = !a.report_html.empty() || !a.plot_svg.empty();
+  ModelJob job = open_model_job(a, report);
+  const std::string& axes_spec = job.axes_spec;
+  const RunOptions& ro = job.run;
+  const BertModel& model = *job.model;
+  ModelRunOptions& mo = job.options;
+  ReportSource* const source = job.source.get();
+  const AxisMap& axes = *job.axes;
   ProfileRun prof(a);  // --profile / --trace: the engine's profiler, the model's stages
   mo.profiler = prof.profiler.get();
   const ModelSummary sum = run_model(*source, model, axes, mo);
-  if (!a.report_html.empty() || !a.plot_svg.empty()) {  // docs/REPORTS.md: the layer x head grids
+  if (report) {  // docs/REPORTS.md: the layer x head grids
     RunStats st;
     for (const auto& sc : sum.scenarios) st.reports += sc.reports, st.groups += sc.reports;
     st.seconds = sum.seconds;
@@ -686,6 +745,7 @@ int main(int argc, char** argv) {
                        "What must be identical at every count: summary (its JSON) or all (also every metric bit)")
       ->capture_default_str();
   scalingc->add_option("--scenario,-s", ca.scenario, "Scenario generator plugin");
+  scalingc->add_option("--model", ca.model, "A BERT encoder's folder: its heads are the heads (as run --model)");
   scalingc->add_option("--weighting,-w", ca.weighting, "Weighting scheme plugin");
   scalingc->add_option("-p,--param", ca.params, "Plugin parameter [plugin.]key=value (repeatable)");
   scalingc->add_option("--plugin-dir", ca.plugin_dirs, "Search this folder for plugins first (repeatable)");

@@ -79,7 +79,7 @@ class MetricHash final : public ResultSink {
 };
 
 // Busy seconds per stage kind: the breakdown a scaling table can show in one row.
-const char* const kKinds[] = {"input", "generate", "axes", "weighting", "validate", "kernels", "attention", "prepare", "consume"};
+const char* const kKinds[] = {"input", "generate", "axes", "weighting", "validate", "kernels", "attention", "forward", "heads", "prepare", "consume"};
 
 std::map<std::string, double> by_kind(const ProfileResult& p) {
   std::map<std::string, double> m;

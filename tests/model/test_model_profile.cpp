@@ -157,3 +157,29 @@ TEST_CASE("model --profile: a sequential text source's serial input stage, named
   CHECK_FALSE(std::filesystem::exists(tmp.file("c.json")));
   CHECK_FALSE(std::filesystem::exists(tmp.file("u.json")));
 }
+
+TEST_CASE("headsep scaling --model: the model's run at each count, the same summary at every count", "[model][profile][cli]") {
+  testutil::TempDir tmp;
+  // 6 ops-text reports in batches of 2 at 1 and 2 threads (few reports: the suite runs under TSan).
+  auto r = run_cli("scaling -s ops-text -p reports=6 -p seed=3 --chunk 2 --counts 1,2 -q --json " +
+                   shell_quote(tmp.file("s.json")) + model_arg());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("speedup") && Contains("efficiency"));
+  const json j = json::parse(testutil::read_file(tmp.file("s.json")));
+  CHECK(j["outputs_identical"] == true);
+  CHECK_THAT(j["job"].get<std::string>(), Contains("model"));
+  REQUIRE(j["counts"].size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& c = j["counts"][i];
+    CHECK(c["threads"] == i + 1);
+    CHECK(c["identical"] == true);
+    CHECK(c["reports"] == 6);
+    std::set<std::string> kinds;  // the model's own stages, profiled at every count
+    for (const auto& s : c["profile"]["stages"]) kinds.insert(s["kind"].get<std::string>());
+    CHECK((kinds.count("forward") && kinds.count("heads") && kinds.count("consume")));
+  }
+  auto all = run_cli("scaling -s ops-text -p reports=2 --counts 1 --check all" + model_arg());
+  CHECK(all.status == 2);
+  CHECK_THAT(all.err, Contains("--check summary"));
+}
