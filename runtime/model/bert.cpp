@@ -350,8 +350,9 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     const BertLayerOut& o = layers[l];
-    // Each product also prefetches the first panel of the next one (weights come from L3/DRAM).
-    const float* next_qkv = l + 1 < layers_.size() ? layers_[l + 1].qkv.get() : nullptr;
+    // Each product also prefetches the first panel of the next one (weights come from L3/DRAM);
+    // the last layer's, layer 0's for the next group of reports.
+    const float* next_qkv = layers_[(l + 1) % layers_.size()].qkv.get();
     kernels::project_rows(level, x, D, T, D, L.qkv.get(), 3 * D, s.qkv.data(), 3 * D, L.out.get(), D);
     for (std::size_t r = r0; r < r1; ++r) {
       const std::uint64_t b = token_offset[r];
