@@ -59,15 +59,18 @@ static const headsep_plugin_descriptor kDescriptor = {
     HEADSEP_PLUGIN_ABI_MAJOR, HEADSEP_PLUGIN_ABI_MINOR, sizeof(headsep_plugin_descriptor), HEADSEP_KIND_SCENARIO,
     "compat-reports", "1.0.0", "ABI compatibility test generator", 0, NULL, last_error,
     open_, describe, next_chunk, close_, NULL, NULL, NULL, NULL};
-#elif COMPAT_KIND == 3
-/* "compat-designs": two own scenarios over one uniform baseline, "first_last" (head 1 favours the
- * first token, head 2 the last) and "last_first" (swapped). Built twice, against the current
- * header only: with COMPAT_SHARED=1 it declares HEADSEP_WEIGHTING_SHARED_BASELINE and fails unless
- * the host passes rows[0] == NULL exactly for slot > 0; with COMPAT_SHARED=0 it writes every row. */
+#else
+/* Weightings. Kind 2, "compat-focus": head 1 favours the first token, head 2 the last, the
+ * baseline is uniform (per-token weights). Kind 3, "compat-designs" (current header only): the
+ * same weights under two own scenarios, "first_last" and "last_first" (heads swapped). Built twice:
+ * with COMPAT_SHARED=1 it declares HEADSEP_WEIGHTING_SHARED_BASELINE and fails unless the host
+ * passes rows[0] == NULL exactly for slot > 0; with COMPAT_SHARED=0 it writes every row. */
+#if COMPAT_KIND == 3
 static const char* kDesigns[2] = {"first_last", "last_first"};
-static const char* last_error3(void) {
+static const char* last_error(void) {
   return "the host broke the shared-baseline contract (rows[0] must be NULL exactly for slot > 0)";
 }
+#endif
 static headsep_status create(const headsep_param* p, uint32_t n, const headsep_schema* s, void** state) {
   (void)p, (void)n, (void)s;
   *state = NULL;
@@ -79,15 +82,19 @@ static headsep_status describe_w(void* state, headsep_weighting_info* info) {
   info->struct_size = sizeof *info;
   info->heads = 2;
   info->layout = HEADSEP_LAYOUT_PER_TOKEN;
+#if COMPAT_KIND == 3
   info->n_scenarios = 2;
   info->scenario_names = kDesigns;
   info->flags = COMPAT_SHARED ? HEADSEP_WEIGHTING_SHARED_BASELINE : 0u;
+#endif
   return HEADSEP_OK;
 }
 static headsep_status weights(const void* state, const headsep_batch_view* b, uint32_t slot, double* const* rows) {
   (void)state;
+#if COMPAT_KIND == 3
   if (COMPAT_SHARED ? (slot == 0) != (rows[0] != NULL) : rows[0] == NULL) return HEADSEP_ERROR;
-  double* first = rows[slot ? 2 : 1];
+#endif
+  double* first = rows[slot ? 2 : 1]; /* kind 2 has one slot */
   double* last = rows[slot ? 1 : 2];
   for (uint64_t r = 0; r < b->n_reports; ++r) {
     uint64_t t0 = b->token_offset[r], t1 = b->token_offset[r + 1], n = t1 - t0;
@@ -104,42 +111,12 @@ static headsep_status weights(const void* state, const headsep_batch_view* b, ui
 static void destroy(void* state) { (void)state; }
 static const headsep_plugin_descriptor kDescriptor = {
     HEADSEP_PLUGIN_ABI_MAJOR, HEADSEP_PLUGIN_ABI_MINOR, sizeof(headsep_plugin_descriptor), HEADSEP_KIND_WEIGHTING,
-    "compat-designs", "1.0.0", "ABI 1.2 shared-baseline test weighting", 0, NULL, last_error3,
-    NULL, NULL, NULL, NULL, create, describe_w, weights, destroy};
+#if COMPAT_KIND == 3
+    "compat-designs", "1.0.0", "ABI 1.2 shared-baseline test weighting",
 #else
-/* Head 1 favours the first token, head 2 the last, the baseline is uniform (per-token weights). */
-static headsep_status create(const headsep_param* p, uint32_t n, const headsep_schema* s, void** state) {
-  (void)p, (void)n, (void)s;
-  *state = NULL;
-  return HEADSEP_OK;
-}
-static headsep_status describe_w(void* state, headsep_weighting_info* info) {
-  (void)state;
-  memset(info, 0, sizeof *info);
-  info->struct_size = sizeof *info;
-  info->heads = 2;
-  info->layout = HEADSEP_LAYOUT_PER_TOKEN;
-  return HEADSEP_OK;
-}
-static headsep_status weights(const void* state, const headsep_batch_view* b, uint32_t slot, double* const* rows) {
-  (void)state, (void)slot;
-  for (uint64_t r = 0; r < b->n_reports; ++r) {
-    uint64_t t0 = b->token_offset[r], t1 = b->token_offset[r + 1], n = t1 - t0;
-    double z1 = 0, z2 = 0;
-    for (uint64_t t = t0; t < t1; ++t) z1 += exp(-(double)(t - t0)), z2 += exp(-(double)(t1 - 1 - t));
-    for (uint64_t t = t0; t < t1; ++t) {
-      rows[0][t] = 1.0 / (double)n;
-      rows[1][t] = exp(-(double)(t - t0)) / z1;
-      rows[2][t] = exp(-(double)(t1 - 1 - t)) / z2;
-    }
-  }
-  return HEADSEP_OK;
-}
-static void destroy(void* state) { (void)state; }
-static const headsep_plugin_descriptor kDescriptor = {
-    HEADSEP_PLUGIN_ABI_MAJOR, HEADSEP_PLUGIN_ABI_MINOR, sizeof(headsep_plugin_descriptor), HEADSEP_KIND_WEIGHTING,
-    "compat-focus", "1.0.0", "ABI compatibility test weighting", 0, NULL, last_error,
-    NULL, NULL, NULL, NULL, create, describe_w, weights, destroy};
+    "compat-focus", "1.0.0", "ABI compatibility test weighting",
+#endif
+    0, NULL, last_error, NULL, NULL, NULL, NULL, create, describe_w, weights, destroy};
 #endif
 
 HEADSEP_PLUGIN_EXPORT const headsep_plugin_descriptor* headsep_plugin_entry(void) { return &kDescriptor; }
