@@ -15,45 +15,41 @@ constexpr double kZeroThreshold = 1e-300;
 __extension__ typedef unsigned __int128 u128;
 }  // namespace
 
-void Moments::add(const double* x, std::size_t n) noexcept {
+// m[g]->add(x[g], n) for g < G in one loop: each row's sums are one chain of dependent adds (the
+// order is what makes add() bit-identical however a stream is cut), so G rows side by side keep G
+// chains in flight at once.
+template <std::size_t G>
+void Moments::add_group(Moments* const* m, const double* const* x, std::size_t n) noexcept {
   if (n == 0) return;
-  if (n_ == 0) shift_ = min_ = max_ = x[0];
-  for (std::size_t i = 0; i < n; ++i) {
-    const double d = x[i] - shift_;
-    s1_ += d;
-    s2_ += d * d;
-    min_ = std::min(min_, x[i]);
-    max_ = std::max(max_, x[i]);
+  double shift[G], s1[G], s2[G], lo[G], hi[G];
+  for (std::size_t g = 0; g < G; ++g) {
+    Moments& a = *m[g];
+    if (a.n_ == 0) a.shift_ = a.min_ = a.max_ = x[g][0];
+    shift[g] = a.shift_, s1[g] = a.s1_, s2[g] = a.s2_, lo[g] = a.min_, hi[g] = a.max_;
   }
-  n_ += n;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t g = 0; g < G; ++g) {
+      const double v = x[g][i], d = v - shift[g];
+      s1[g] += d;
+      s2[g] += d * d;
+      lo[g] = std::min(lo[g], v);
+      hi[g] = std::max(hi[g], v);
+    }
+  for (std::size_t g = 0; g < G; ++g) {
+    Moments& a = *m[g];
+    a.s1_ = s1[g], a.s2_ = s2[g], a.min_ = lo[g], a.max_ = hi[g], a.n_ += n;
+  }
+}
+
+void Moments::add(const double* x, std::size_t n) noexcept {
+  Moments* self = this;
+  add_group<1>(&self, &x, n);
 }
 
 void Moments::add_rows(Moments* const* m, const double* const* x, std::size_t k, std::size_t n) noexcept {
-  // Each row's sums are one chain of dependent adds (the order is what makes the result
-  // bit-identical to add()); four rows side by side keep four chains in flight at once.
-  constexpr std::size_t G = 4;
   std::size_t j = 0;
-  for (; j + G <= k && n > 0; j += G) {
-    double shift[G], s1[G], s2[G], lo[G], hi[G];
-    for (std::size_t g = 0; g < G; ++g) {
-      Moments& a = *m[j + g];
-      if (a.n_ == 0) a.shift_ = a.min_ = a.max_ = x[j + g][0];
-      shift[g] = a.shift_, s1[g] = a.s1_, s2[g] = a.s2_, lo[g] = a.min_, hi[g] = a.max_;
-    }
-    for (std::size_t i = 0; i < n; ++i)
-      for (std::size_t g = 0; g < G; ++g) {
-        const double v = x[j + g][i], d = v - shift[g];
-        s1[g] += d;
-        s2[g] += d * d;
-        lo[g] = std::min(lo[g], v);
-        hi[g] = std::max(hi[g], v);
-      }
-    for (std::size_t g = 0; g < G; ++g) {
-      Moments& a = *m[j + g];
-      a.s1_ = s1[g], a.s2_ = s2[g], a.min_ = lo[g], a.max_ = hi[g], a.n_ += n;
-    }
-  }
-  for (; j < k; ++j) m[j]->add(x[j], n);
+  for (; j + 4 <= k; j += 4) add_group<4>(m + j, x + j, n);
+  for (; j < k; ++j) add_group<1>(m + j, x + j, n);
 }
 
 void Moments::merge(const Moments& other) noexcept {

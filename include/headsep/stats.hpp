@@ -50,6 +50,8 @@ class Moments {
   uint64_t n_ = 0;
   double shift_ = 0.0, s1_ = 0.0, s2_ = 0.0;  ///< sums of (x - shift) and (x - shift)^2
   double min_ = 0.0, max_ = 0.0;
+  template <std::size_t G>
+  static void add_group(Moments* const* m, const double* const* x, std::size_t n) noexcept;
 };
 
 struct HistogramBin;
