@@ -18,6 +18,8 @@ struct AttentionStageScratch {
   std::vector<const float*> axis;       // axis row pointers
   AttentionScratch kernel;
   std::vector<std::uint64_t> offsets;   // dumps: maps / output offsets
+  std::vector<AttentionScratch> parts;  // one per part of a batch split across threads
+  std::vector<std::size_t> cuts;        // the parts' first reports, then n_reports
 };
 
 /// Computes scenario `slot` of `batch` with an attention scheme into `out` (contexts, head and

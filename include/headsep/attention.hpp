@@ -131,6 +131,9 @@ class AttentionPlan {
   bool has_output() const noexcept { return !w_o_t_.empty(); }
   /// Bytes of working memory one report of n tokens needs (projections + query tile).
   std::size_t report_bytes(std::size_t n) const noexcept;
+  /// Approximate floating-point operations of one report of n tokens (projections, scores and
+  /// A·V of every head and the baseline): what the engine balances its parallel parts by.
+  double report_flops(std::size_t n) const noexcept;
 
   /// Attention and metrics for reports [0, n_reports): X is [token][d_model] row-major (tokens of
   /// report r at token_offset[r]..token_offset[r+1]), axis[c][token] the context axes.

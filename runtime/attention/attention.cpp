@@ -288,6 +288,13 @@ void blas_rows(const float* x, std::size_t tokens, std::size_t dm, const std::ve
 
 }  // namespace
 
+double AttentionPlan::report_flops(std::size_t n) const noexcept {
+  // 2 n d_model width for Q|K|V of every head; scores and A·V, 2 n² (d_k + d_v) per head, are
+  // about 2 n² · 2/3 width (width = Σ over heads of 2 d_k + d_v); a single query: n instead of n².
+  const double nn = double(n), nq = config_.query == QueryMode::all ? nn : (n ? 1.0 : 0.0);
+  return 2.0 * nn * double(d_model_) * double(width_) + 2.0 * nq * nn * double(width_) * 2.0 / 3.0;
+}
+
 void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::size_t n_reports, std::uint32_t axes,
                         const float* const* axis, SimdLevel level, const AttentionOut& out, AttentionScratch& scratch,
                         std::size_t max_report_bytes) const {
