@@ -16,7 +16,8 @@
 // BLAS and threads: the engine runs plans inside oneTBB tasks, one scratch per thread. OpenBLAS's
 // pthread build would otherwise start its own pool per call and oversubscribe the cores TBB
 // already uses (and its threaded paths change the summation order with the thread count), so
-// the first plan sets it to one thread, once, for the process: every sgemm runs on the calling
+// it is set to one thread, once, for the process, when this library loads, and the pool its
+// pthread build started at load is stopped (single_threaded_blas): every sgemm runs on the calling
 // thread. A host that needs a threaded OpenBLAS elsewhere must know this.
 //
 // Bit-for-bit grouping: the result for a token must not depend on which reports share its
@@ -41,6 +42,9 @@
 #include "headsep/attention.hpp"
 #include "headsep/error.hpp"
 #include "kernels/attention_simd.hpp"
+
+// OpenBLAS (pthread build): joins its thread pool; a later threaded call would start it again.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
 namespace headsep {
 namespace {
@@ -100,8 +104,19 @@ std::string dims(std::uint64_t a, const char* an, std::uint64_t b, const char* b
 
 void single_threaded_blas() {
   static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+  std::call_once(once, [] {
+    openblas_set_num_threads(1);
+    // Then stop the pool the pthread build started when it was loaded: its threads spin in
+    // sched_yield for 2^28 TSC ticks (~0.1 s) waiting for work that never comes (every sgemm here
+    // runs on the calling thread), taking a core from the engine's threads. Measured (2048 x 64 x
+    // 64 x 4, 2 vCPUs, load ~2.7): a 1-thread run 0.27-0.31 s -> 0.155 s, as with
+    // OPENBLAS_NUM_THREADS=1. Weak: the OpenMP and serial builds have no such pool or function.
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+  });
 }
+
+// At load time, so no run (with or without attention) starts beside the spinning pool.
+[[maybe_unused]] const bool g_blas_single = (single_threaded_blas(), true);
 
 }  // namespace
 
