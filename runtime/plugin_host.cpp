@@ -896,6 +896,7 @@ class PluginWeighting final : public Weighting {
                  std::to_string(HEADSEP_PLUGIN_ABI_MINOR) + ") does not support yet");
     heads_ = wi.heads;
     shared_baseline_ = (flags & HEADSEP_WEIGHTING_SHARED_BASELINE) && !specs && !per_query_;
+    all_slots_ = (flags & HEADSEP_WEIGHTING_ALL_SLOTS) && !specs && !per_query_;  // ABI 1.3
     if (specs) {
       const std::uint32_t n_specs = std::max<std::uint32_t>(1, wi.n_scenarios);
       try {
@@ -931,13 +932,19 @@ class PluginWeighting final : public Weighting {
     const std::size_t n_tokens = b.n_tokens();
     // Per-query schemes get rows the engine sized (query_offset's blocks); per-token ones n_tokens.
     const std::size_t row_len = per_query_ ? static_cast<std::size_t>(out.query_offset.at(b.n_reports())) : n_tokens;
-    if (out.rows.size() != std::size_t(heads_) + 1) out.rows.resize(std::size_t(heads_) + 1);
-    std::vector<double*> rows(heads_ + 1);
-    for (std::uint32_t h = 0; h <= heads_; ++h) {
-      if (out.rows[h].size() != row_len) out.rows[h].resize(row_len);
-      rows[h] = out.rows[h].data();
+    // Every slot at once (ABI 1.3): the engine sized out with WeightBlock::resize(.., slots, shared).
+    const bool all = slot == kAllSlots;
+    if (all && !all_slots_) throw PluginError(e_->info.label() + ": weights for every slot at once asked of a scheme that did not declare them");
+    const std::size_t n_rows = (all ? std::size_t(out.slots) : 1) * (std::size_t(heads_) + 1);
+    if (out.rows.size() != n_rows) out.rows.resize(n_rows);
+    std::vector<double*> rows(n_rows);
+    for (std::size_t i = 0; i < n_rows; ++i) {
+      const bool shared_row = all && shared_baseline_ && i > heads_ && i % (std::size_t(heads_) + 1) == 0;
+      if (shared_row) continue;  // NULL: slot 0's baseline serves every slot
+      if (out.rows[i].size() != row_len) out.rows[i].resize(row_len);
+      rows[i] = out.rows[i].data();
     }
-    if (out.keep_baseline && shared_baseline_) rows[0] = nullptr;  // slot 0's baseline stays
+    if (!all && out.keep_baseline && shared_baseline_) rows[0] = nullptr;  // slot 0's baseline stays
     std::vector<const double*> feats(b.features.size()), given(b.given_weights.size());
     for (std::size_t f = 0; f < feats.size(); ++f) feats[f] = b.features[f].data();
     for (std::size_t g = 0; g < given.size(); ++g) given[g] = b.given_weights[g].data();
@@ -967,7 +974,8 @@ class PluginWeighting final : public Weighting {
     }
     if (!thrown.empty()) throw PluginError(e_->info.label() + ": weights() let a C++ exception escape the C ABI: " + thrown);
     if (st != HEADSEP_OK)
-      throw PluginError(e_->info.label() + ": weights failed for scenario '" + scenario_name(b, slot) +
+      throw PluginError(e_->info.label() + ": weights failed for " +
+                        (all ? std::string("every scenario at once") : "scenario '" + scenario_name(b, slot) + "'") +
                         "' (reports " + b.report_id(0) + "..): " + last_error_of(*e_));
     // Weights are validated (finite, >= 0) by the engine, which names this plugin via label().
   }
@@ -980,6 +988,7 @@ class PluginWeighting final : public Weighting {
   bool attention_reads_features() const override { return reads_features_; }
   bool per_query() const override { return per_query_; }
   bool shared_baseline() const override { return shared_baseline_; }
+  bool all_slots() const override { return all_slots_; }
 
  private:
   std::string scenario_name(const ReportBatch& b, std::uint32_t slot) const {
@@ -997,7 +1006,7 @@ class PluginWeighting final : public Weighting {
   std::vector<std::string> own_;
   bool data_scenarios_ = false;
   std::vector<std::shared_ptr<const AttentionPlan>> plans_;  // ABI 1.1 attention specs, per own scenario
-  bool reads_features_ = false, per_query_ = false, shared_baseline_ = false;
+  bool reads_features_ = false, per_query_ = false, shared_baseline_ = false, all_slots_ = false;
 };
 
 }  // namespace

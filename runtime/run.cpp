@@ -19,10 +19,12 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
 #include <new>
+#include <string_view>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_pipeline.h>
@@ -69,10 +71,13 @@ struct Work {
 // Batches in flight, owned here (token_pool.hpp says why raw pointers).
 using WorkPool = detail::TokenPool<Work>;
 
-void check_weights(const ReportBatch& batch, const WeightBlock& w, const std::string& scenario, const std::string& label) {
+// Slot `slot`'s rows of `w` (slot 0 unless w holds every slot); `skip_baseline`: its row 0 is
+// another slot's, checked there.
+void check_weights(const ReportBatch& batch, const WeightBlock& w, std::size_t slot, bool skip_baseline,
+                   const std::string& scenario, const std::string& label) {
   const std::size_t n = batch.n_tokens();
-  for (std::uint32_t h = w.keep_baseline ? 1 : 0; h <= w.heads; ++h) {  // a kept baseline was checked in slot 0
-    const double* row = w.rows[h].data();
+  for (std::uint32_t h = skip_baseline ? 1 : 0; h <= w.heads; ++h) {
+    const double* row = w.rows[slot * (std::size_t(w.heads) + 1) + h].data();
     // Bit 63 set iff some weight is Inf/NaN or negative other than -0.0 (float_bits.hpp).
     std::uint64_t acc = 0;
     for (std::size_t t = 0; t < n; ++t) acc |= detail::nonfinite_bit(row[t]) | detail::negative_bit(row[t]);
@@ -116,6 +121,16 @@ void check_results(const ReportBatch& batch, const MetricBlock& m, const std::st
   }
 }
 
+// Every report's length when they are all the same (KernelArgs::uniform_length), else 0.
+std::uint32_t uniform_length(const ReportBatch& batch) {
+  const std::size_t n = batch.n_reports();
+  if (n == 0) return 0;
+  const std::size_t len = batch.report_length(0);
+  bool uniform = len > 0 && len < (1u << 31);
+  for (std::size_t r = 1; uniform && r < n; ++r) uniform = batch.report_length(r) == len;
+  return uniform ? static_cast<std::uint32_t>(len) : 0;
+}
+
 // `baseline`: an earlier slot of this batch whose baseline contexts this slot shares (f64 only:
 // the f32 kernels recompute them), else nullptr.
 template <class T>
@@ -146,12 +161,7 @@ void compute_slot(Work& w, const std::vector<std::vector<T>>& axis, SimdLevel le
   a.axis = axis_ptr;
   a.weight = weight_ptr.data();
   a.stride = n;
-  if (n > 0) {
-    const std::size_t len = batch.report_length(0);
-    bool uniform = len > 0 && len < (1u << 31);
-    for (std::size_t r = 1; uniform && r < n; ++r) uniform = batch.report_length(r) == len;
-    a.uniform_length = uniform ? static_cast<std::uint32_t>(len) : 0;
-  }
+  a.uniform_length = uniform_length(batch);
   if constexpr (std::is_same_v<T, double>) {
     if (baseline) {  // context rows h = 0 come first: axes x n values
       std::copy(baseline->context.begin(), baseline->context.begin() + std::ptrdiff_t(axis.size() * n), out.context.begin());
@@ -173,6 +183,43 @@ void compute_slot(Work& w, const std::vector<std::vector<T>>& axis, SimdLevel le
     std::copy(base + nc + nd, base + nc + nd + np, out.pairwise.begin());
     std::copy(base + nc + nd + np, base + nc + nd + np + n, out.separation.begin());
   }
+}
+
+// Every slot of a batch in one kernel call (f64; Weighting::all_slots): the axes are read once
+// for all slots; each slot's metrics are bit-identical to compute_slot's.
+void compute_all_slots(Work& w, const std::vector<std::vector<double>>& axis, SimdLevel level,
+                       std::vector<MetricBlock>& out, bool shared_baseline) {
+  const ReportBatch& batch = w.batch;
+  const std::size_t n = batch.n_reports();
+  const WeightBlock& wb = w.weights;
+  if (axis.size() > 64) throw Error("at most 64 context axes are supported");
+  const double* axis_ptr[64];
+  for (std::size_t c = 0; c < axis.size(); ++c) axis_ptr[c] = axis[c].data();
+  std::vector<const double*> weight_ptr;
+  weight_ptr.reserve(wb.rows.size());
+  for (const auto& r : wb.rows) weight_ptr.push_back(r.empty() ? wb.rows[0].data() : r.data());  // (a shared baseline row: not read)
+  std::vector<SlotOut<double>> more;
+  for (std::size_t s = 0; s < wb.slots; ++s) {
+    out[s].resize(wb.heads, static_cast<std::uint32_t>(axis.size()), n);
+    if (s) more.push_back({out[s].context.data(), out[s].difference.data(), out[s].pairwise.data(), out[s].separation.data()});
+  }
+  KernelArgs<double> a;
+  a.n_reports = n;
+  a.token_offset = batch.token_offset.data();
+  a.axes = static_cast<std::uint32_t>(axis.size());
+  a.heads = wb.heads;
+  a.axis = axis_ptr;
+  a.weight = weight_ptr.data();
+  a.stride = n;
+  a.uniform_length = uniform_length(batch);
+  a.context = out[0].context.data();
+  a.difference = out[0].difference.data();
+  a.pairwise = out[0].pairwise.data();
+  a.separation = out[0].separation.data();
+  a.slots = wb.slots;
+  a.more = more.data();
+  a.shared_baseline = shared_baseline;
+  compute_metrics(a, level);
 }
 
 // Metric memory of one batch, bounded: a (report, scenario) group holds (2N+1)·C contexts and
@@ -260,6 +307,11 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
   const bool random_access = source.random_access();
   const bool attention_scheme = weighting.per_query() || weighting.attention(0) != nullptr;
   const bool shared_baseline = !attention_scheme && weighting.shared_baseline();  // baseline row and contexts from slot 0
+  // Every slot in one weights() call and one kernel call (f64): features and axes read once per
+  // batch, not once per slot. HEADSEP_ALL_SLOTS=0 asks slot by slot (A/B, tests: same output).
+  const char* all_env = std::getenv("HEADSEP_ALL_SLOTS");
+  const bool all_slots = !attention_scheme && weighting.all_slots() && opt.precision == Precision::f64 &&
+                         !(all_env && std::string_view(all_env) == "0");
   // Fixed for the whole run (random-access chunk i is reports [i*chunk, ...)); scenario slots are
   // the scheme's own, else those the source knows up front (at least 1).
   std::size_t chunk = bounded_chunk(opt.chunk_reports ? opt.chunk_reports : 1, weighting.heads(), axes.names().size(),
@@ -420,7 +472,22 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
     bool projected32 = false;
     if (opt.precision == Precision::f64) axes.project(b, w->axis64);
     else axes.project(b, w->axis32), projected32 = true;
-    for (std::size_t j = 0; j < slots; ++j) {
+    const bool at_once = all_slots && slots > 1;
+    if (at_once) {
+      for (std::size_t j = 0; j < slots; ++j) res.scenario_names.push_back(&w->names[j]);
+      w->weights.layout = WeightBlock::Layout::per_token;
+      w->weights.keep_baseline = false;
+      w->weights.resize(weighting.heads(), b.n_tokens(), static_cast<std::uint32_t>(slots), shared_baseline);
+      timer.to(prof::kWeightingAll);
+      weighting.weights(b, Weighting::kAllSlots, w->weights);
+      timer.to(prof::kValidate);
+      for (std::size_t j = 0; j < slots; ++j) check_weights(b, w->weights, j, j > 0 && shared_baseline, w->names[j], label);
+      timer.to(prof::kKernels);
+      compute_all_slots(*w, w->axis64, opt.simd, res.metrics, shared_baseline);
+      timer.to(prof::kValidate);
+      for (std::size_t j = 0; j < slots; ++j) check_results(b, res.metrics[j], w->names[j]);
+    }
+    for (std::size_t j = 0; j < slots && !at_once; ++j) {
       const std::string& name = w->names[j];
       res.scenario_names.push_back(&name);
       if (attention_scheme) {
@@ -434,12 +501,12 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
         continue;
       }
       w->weights.layout = WeightBlock::Layout::per_token;
-      w->weights.resize(weighting.heads(), b.n_tokens());
+      w->weights.resize(weighting.heads(), b.n_tokens());  // (one slot: rows [0, heads])
       w->weights.keep_baseline = j > 0 && shared_baseline;
       timer.to(prof::weighting(own.empty() ? b.scenarios[j] : j));
       weighting.weights(b, static_cast<std::uint32_t>(j), w->weights);
       timer.to(prof::kValidate);
-      check_weights(b, w->weights, name, label);
+      check_weights(b, w->weights, 0, w->weights.keep_baseline, name, label);
       timer.to(prof::kKernels);
       const MetricBlock* baseline = w->weights.keep_baseline ? &res.metrics[0] : nullptr;
       if (opt.precision == Precision::f64) compute_slot(*w, w->axis64, opt.simd, res.metrics[j], baseline);

@@ -69,17 +69,19 @@ struct WeightBlock {
   enum class Layout : std::uint8_t { per_token, per_query };
   Layout layout = Layout::per_token;
   std::uint32_t heads = 0;
-  std::vector<std::vector<double>> rows;         ///< [heads + 1][token] (per_token)
+  std::uint32_t slots = 1;                       ///< > 1: every scenario slot at once (Weighting::all_slots)
+  std::vector<std::vector<double>> rows;         ///< [slots * (heads + 1)][token] (per_token), slot-major
   std::vector<std::uint64_t> query_offset;       ///< per_query only: n_reports + 1
   /// Set by the engine for slots after the first when Weighting::shared_baseline(): rows[0]
   /// still holds this batch's baseline, and weights() leaves it as it is.
   bool keep_baseline = false;
 
   /// Sizes the rows without clearing them: a weighting fills every token of every row.
-  void resize(std::uint32_t n_heads, std::size_t n_tokens) {
-    heads = n_heads;
-    rows.resize(n_heads + 1);
-    for (auto& r : rows) r.resize(n_tokens);
+  /// `shared`: the baseline rows of slots s > 0 stay empty (the scheme shares slot 0's).
+  void resize(std::uint32_t n_heads, std::size_t n_tokens, std::uint32_t n_slots = 1, bool shared = false) {
+    heads = n_heads, slots = n_slots;
+    rows.resize(std::size_t(n_slots) * (n_heads + 1));
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i].resize(shared && i > n_heads && i % (n_heads + 1) == 0 ? 0 : n_tokens);
   }
 };
 

@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define HEADSEP_PLUGIN_ABI_MAJOR 1
-#define HEADSEP_PLUGIN_ABI_MINOR 2
+#define HEADSEP_PLUGIN_ABI_MINOR 3
 /** Name of the one symbol a plugin exports. */
 #define HEADSEP_PLUGIN_ENTRY_SYMBOL "headsep_plugin_entry"
 
@@ -250,6 +250,15 @@ typedef struct headsep_weighting_info {
  *  slot 0, and passes rows[0] = NULL in the calls for other slots of that batch (it reuses slot 0's
  *  row, and the baseline's contexts). Per-token layout only; ignored for attention specs. */
 #define HEADSEP_WEIGHTING_SHARED_BASELINE 1u
+/** ABI 1.3: weights() also accepts slot = HEADSEP_SLOT_ALL and then fills every scenario slot of
+ *  the chunk in one call (e.g. reading the features once for all head designs). rows then holds
+ *  n_slots x (heads + 1) pointers, slot-major (slot s's row h at rows[s * (heads + 1) + h]), where
+ *  n_slots is the scheme's n_scenarios, or the chunk's n_scenarios when it has none (at least 1);
+ *  with HEADSEP_WEIGHTING_SHARED_BASELINE, rows[s * (heads + 1)] is NULL for s > 0. The host may
+ *  still call weights() one slot at a time (e.g. in f32), so a scheme must support both. */
+#define HEADSEP_WEIGHTING_ALL_SLOTS 2u
+/** The `slot` of a weights() call that fills every slot (HEADSEP_WEIGHTING_ALL_SLOTS). */
+#define HEADSEP_SLOT_ALL 0xFFFFFFFFu
 
 /** The descriptor returned by headsep_plugin_entry(). Static storage, owned by the plugin.
  *  Fields of the other kind are NULL. */
@@ -295,7 +304,8 @@ typedef struct headsep_plugin_descriptor {
    *  baseline, rows[1..heads] the heads, each n_tokens doubles (host-owned, not zeroed, write
    *  all). Weights must be finite and >= 0. rows[0] is NULL (write no baseline) only when the
    *  scheme declared HEADSEP_WEIGHTING_SHARED_BASELINE and slot > 0. `slot` indexes the scheme's own scenarios, or the
-   *  chunk's scenarios when it has none (slot 0 when neither exists).
+   *  chunk's scenarios when it has none (slot 0 when neither exists); HEADSEP_SLOT_ALL (only when
+   *  the scheme declared HEADSEP_WEIGHTING_ALL_SLOTS): every slot at once, rows as described there.
    *  MAY BE CALLED FROM SEVERAL THREADS AT ONCE on the same state (distinct batches or slots):
    *  it must not modify the state. */
   headsep_status (*weights)(const void* state, const headsep_batch_view* batch, uint32_t slot, double* const* rows);

@@ -257,6 +257,9 @@ class WeightingScheme {
   /// ABI 1.2: true when the baseline (rows[0]) does not depend on the slot
   /// (HEADSEP_WEIGHTING_SHARED_BASELINE): weights() then gets rows[0] == nullptr for slot > 0.
   virtual bool shared_baseline() const { return false; }
+  /// ABI 1.3: true when weights() also takes slot == HEADSEP_SLOT_ALL (HEADSEP_WEIGHTING_ALL_SLOTS):
+  /// rows then holds slots x (heads + 1) pointers, slot-major, and one call fills every slot.
+  virtual bool all_slots() const { return false; }
 };
 
 namespace detail {
@@ -354,7 +357,8 @@ struct WeightingAdapter {
       if (!h->attention.empty() && h->attention.size() != std::max<std::size_t>(1, h->names.size()))
         throw PluginError("attention(): one spec per scenario expected");
       info->attention = h->attention.empty() ? nullptr : h->attention.data();
-      info->flags = h->obj.shared_baseline() ? HEADSEP_WEIGHTING_SHARED_BASELINE : 0u;
+      info->flags = (h->obj.shared_baseline() ? HEADSEP_WEIGHTING_SHARED_BASELINE : 0u) |
+                    (h->obj.all_slots() ? HEADSEP_WEIGHTING_ALL_SLOTS : 0u);
       return HEADSEP_OK;
     });
   }

@@ -69,6 +69,11 @@ class Weighting {
   /// True when the baseline row is the same for every slot (per-token schemes only): the engine
   /// then asks for it in slot 0 only (WeightBlock::keep_baseline) and reuses its contexts.
   virtual bool shared_baseline() const { return false; }
+  /// True when weights() also fills every slot in one call (slot == kAllSlots, `out` sized by
+  /// WeightBlock::resize with slots > 1; per-token schemes only): the engine then asks once per
+  /// batch instead of once per slot (f64; it may still ask slot by slot).
+  virtual bool all_slots() const { return false; }
+  static constexpr std::uint32_t kAllSlots = 0xFFFFFFFFu;
 };
 
 struct CsvSourceOptions {

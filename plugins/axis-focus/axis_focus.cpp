@@ -119,7 +119,7 @@ using v4i = std::int64_t __attribute__((vector_size(32)));
 constexpr std::uint32_t kMaxLane = 16;  // longest report on the lane path
 constexpr std::uint32_t kMaxUsed = 8;   // distinct feature columns the axes may read (lane path)
 constexpr std::uint32_t kMaxAxes = 8;   // axes (lane path)
-constexpr std::uint32_t kMaxRows = 9;   // baseline + heads (lane path)
+constexpr std::uint32_t kMaxRows = 17;  // baseline + heads, of one design or of all at once (lane path)
 
 constexpr double kShift = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
 constexpr double kLog2e = 1.4426950408889634, kLn2Hi = 0.6931471803691238, kLn2Lo = 1.9082149292705877e-10;
@@ -545,10 +545,15 @@ class AxisFocus final : public WeightingScheme {
       }
     }
     term_begin_.push_back(static_cast<std::uint32_t>(term_slot_.size()));
+    all_src_ = {static_cast<std::uint32_t>(axes_.size())};
+    all_sharp_ = {single_sharpness_};
     for (const auto& d : designs_) {
       std::vector<std::uint32_t> src{static_cast<std::uint32_t>(axes_.size())};
       std::vector<double> sharp{single_sharpness_};
-      for (const auto& h : d.heads) src.push_back(h.axis), sharp.push_back(h.sharpness);
+      for (const auto& h : d.heads) {
+        src.push_back(h.axis), sharp.push_back(h.sharpness);
+        all_src_.push_back(h.axis), all_sharp_.push_back(h.sharpness);
+      }
       src_.push_back(std::move(src));
       sharp_.push_back(std::move(sharp));
     }
@@ -572,10 +577,36 @@ class AxisFocus final : public WeightingScheme {
     return v;
   }
   bool shared_baseline() const override { return true; }
+  // Every design in one pass (HEADSEP_SLOT_ALL): the features are read and the axes summed once
+  // for all designs' rows, not once per design.
+  bool all_slots() const override { return true; }
 
   // Concurrent: reads only immutable members; per-call state lives on the stack.
   void weights(const BatchView& b, std::uint32_t slot, double* const* rows) const override {
+    const std::uint32_t per_slot = heads() + 1;
+    if (slot == HEADSEP_SLOT_ALL) {
+      if (all_src_.size() > kMaxRows) {  // too many rows for one lane pass: design by design
+        for (std::uint32_t d = 0; d < designs_.size(); ++d) weights(b, d, rows + std::size_t(d) * per_slot);
+        return;
+      }
+      double* out[kMaxRows];
+      std::uint32_t k = 0;
+      out[k++] = rows[0];  // the baseline, shared: rows[d * per_slot] is NULL for d > 0
+      for (std::uint32_t d = 0; d < designs_.size(); ++d)
+        for (std::uint32_t h = 1; h < per_slot; ++h) out[k++] = rows[std::size_t(d) * per_slot + h];
+      run(b, all_src_.data(), all_sharp_.data(), out, k);
+      return;
+    }
     if (slot >= designs_.size()) throw PluginError("scenario slot out of range");
+    // Row 0, the baseline, is the same softmax in every design: the host asks for it in slot 0 only.
+    const std::uint32_t skip = rows[0] ? 0 : 1;
+    run(b, src_[slot].data() + skip, sharp_[slot].data() + skip, rows + skip,
+        static_cast<std::uint32_t>(src_[slot].size()) - skip);
+  }
+
+ private:
+  // Rows out[0..n_rows): row i the softmax of axis src[i] (n_axes = the mean) with sharpness sharp[i].
+  void run(const BatchView& b, const std::uint32_t* src, const double* sharp, double* const* out, std::uint32_t n_rows) const {
     Ctx c;
     c.n_axes = static_cast<std::uint32_t>(axes_.size());
     c.n_used = static_cast<std::uint32_t>(used_.size());
@@ -587,16 +618,13 @@ class AxisFocus final : public WeightingScheme {
     c.term_slot = term_slot_.data();
     c.term_k = term_k_.data();
     c.inv_axes = 1.0 / static_cast<double>(c.n_axes);
-    // Row 0, the baseline, is the same softmax in every design: the host asks for it in slot 0 only.
-    const std::uint32_t skip = rows[0] ? 0 : 1;
-    c.rows = static_cast<std::uint32_t>(src_[slot].size()) - skip;
-    c.src = src_[slot].data() + skip;
-    c.sharp = sharp_[slot].data() + skip;
-    c.out = rows + skip;
+    c.rows = n_rows;
+    c.src = src;
+    c.sharp = sharp;
+    c.out = out;
     run_(c, b.token_offset().data(), b.n_reports(), lanes_);
   }
 
- private:
   std::uint32_t axis_index(const std::string& name, const std::string& design) const {
     for (std::uint32_t c = 0; c < axes_.size(); ++c)
       if (axes_[c].name == name) return c;
@@ -612,6 +640,8 @@ class AxisFocus final : public WeightingScheme {
   std::vector<double> term_k_;
   std::vector<std::vector<std::uint32_t>> src_;  // per design: row -> axis (axes_.size() = the mean)
   std::vector<std::vector<double>> sharp_;       // per design: row -> sharpness
+  std::vector<std::uint32_t> all_src_;           // every design at once: the baseline, then each design's heads
+  std::vector<double> all_sharp_;
   bool lanes_ = true;
   void (*run_)(const Ctx&, const std::uint64_t*, std::uint64_t, bool) = &run_generic;
 };

@@ -106,8 +106,13 @@ void run_level(const KernelArgs<T>& a, SimdLevel level, [[maybe_unused]] kernels
     case SimdLevel::avx512: done = kernels::metrics_kernel<xsimd::avx512bw>{}(a, how); break;
   }
 #endif
-  // Reports the vector tiles do not cover (fewer than one vector width) go through the reference.
-  kernels::metrics_scalar(a, done, a.n_reports);
+  // Reports the vector tiles do not cover (fewer than one vector width) go through the reference,
+  // slot by slot (a kernel's `done` covers every slot).
+  for (std::uint32_t s = 0; s < a.slots; ++s) {
+    const KernelArgs<T> as = slot_args(a, s);
+    if (s && a.shared_baseline) copy_baseline(a, as, done, a.n_reports);
+    kernels::metrics_scalar(as, done, a.n_reports);
+  }
 }
 }  // namespace
 

@@ -256,8 +256,13 @@ struct K {
   using IB = xsimd::batch<I, A>;
   static constexpr bool kHardwareGather = std::is_base_of_v<xsimd::avx2, A> || std::is_base_of_v<xsimd::avx512f, A>;
 
+  /// Slots (sa[0..slots), slot_args of one multi-slot call) share the axes' gathers: each
+  /// slot then gathers only its weights. A slot s >= 1 with baseline_given takes slot 0's
+  /// baseline contexts, copied from the rows slot 0 just stored (still in L1).
   template <std::size_t K, std::size_t CC>
-  static void ragged_registers(const KernelArgs<T>& a, std::size_t r0, const I* idx, const B& len) noexcept {
+  static void ragged_registers(const KernelArgs<T>* sa, std::size_t slots, std::size_t r0, const I* idx,
+                               const B& len) noexcept {
+    const KernelArgs<T>& a = sa[0];
     const std::size_t H = std::size_t(a.heads) + 1, S = a.stride;
     typename B::batch_bool_type in[K];
     IB ix[K];
@@ -265,28 +270,35 @@ struct K {
     B x[CC][K];
     for (std::size_t c = 0; c < CC; ++c)
       for (std::size_t t = 0; t < K; ++t) x[c][t] = xsimd::select(in[t], gather(a.axis[c], ix[t]), B(T(0)));
-    for (std::size_t h = a.baseline_given ? 1 : 0; h < H; ++h) {
-      B w[K];
-      for (std::size_t t = 0; t < K; ++t) w[t] = xsimd::select(in[t], gather(a.weight[h], ix[t]), B(T(0)));
-      for (std::size_t c = 0; c < CC; ++c) {
-        B s(T(0));
-        for (std::size_t t = 0; t < K; ++t) s = madd(w[t], x[c][t], s);
-        s.store_unaligned(a.context + (h * CC + c) * S + r0);
+    for (std::size_t sl = 0; sl < slots; ++sl) {
+      const KernelArgs<T>& as = sa[sl];
+      if (sl && as.baseline_given)
+        for (std::size_t c = 0; c < CC; ++c) B::load_unaligned(a.context + c * S + r0).store_unaligned(as.context + c * S + r0);
+      for (std::size_t h = as.baseline_given ? 1 : 0; h < H; ++h) {
+        B w[K];
+        for (std::size_t t = 0; t < K; ++t) w[t] = xsimd::select(in[t], gather(as.weight[h], ix[t]), B(T(0)));
+        for (std::size_t c = 0; c < CC; ++c) {
+          B s(T(0));
+          for (std::size_t t = 0; t < K; ++t) s = madd(w[t], x[c][t], s);
+          s.store_unaligned(as.context + (h * CC + c) * S + r0);
+        }
       }
+      finish(as, r0);
     }
-    finish(a, r0);
   }
   template <std::size_t K>
-  static bool ragged_registers_axes(const KernelArgs<T>& a, std::size_t r0, const I* idx, const B& len) noexcept {
-    switch (a.axes) {
-      case 1: ragged_registers<K, 1>(a, r0, idx, len); return true;
-      case 2: ragged_registers<K, 2>(a, r0, idx, len); return true;
-      case 3: ragged_registers<K, 3>(a, r0, idx, len); return true;
+  static bool ragged_registers_axes(const KernelArgs<T>* sa, std::size_t slots, std::size_t r0, const I* idx,
+                                    const B& len) noexcept {
+    switch (sa[0].axes) {
+      case 1: ragged_registers<K, 1>(sa, slots, r0, idx, len); return true;
+      case 2: ragged_registers<K, 2>(sa, slots, r0, idx, len); return true;
+      case 3: ragged_registers<K, 3>(sa, slots, r0, idx, len); return true;
       default: return false;
     }
   }
 
-  static void ragged_gather(const KernelArgs<T>& a, std::size_t n, std::size_t kmax, T* tile) noexcept {
+  static void ragged_gather(const KernelArgs<T>* sa, std::size_t slots, std::size_t n, std::size_t kmax, T* tile) noexcept {
+    const KernelArgs<T>& a = sa[0];
     // A lane past its report's end reads its report's first token (a valid index; the value is
     // then replaced by +0.0); an empty report's lane reads token 0 of the row.
     alignas(64) I idx[kShuffleMax * W];
@@ -305,17 +317,21 @@ struct K {
       const B lens = B::load_aligned(lenv);
       bool done = false;
       switch (longest) {
-        case 1: done = ragged_registers_axes<1>(a, r0, idx, lens); break;
-        case 2: done = ragged_registers_axes<2>(a, r0, idx, lens); break;
-        case 3: done = ragged_registers_axes<3>(a, r0, idx, lens); break;
-        case 4: done = ragged_registers_axes<4>(a, r0, idx, lens); break;
-        case 5: done = ragged_registers_axes<5>(a, r0, idx, lens); break;
-        case 6: done = ragged_registers_axes<6>(a, r0, idx, lens); break;
-        case 7: done = ragged_registers_axes<7>(a, r0, idx, lens); break;
-        case 8: done = ragged_registers_axes<8>(a, r0, idx, lens); break;
+        case 1: done = ragged_registers_axes<1>(sa, slots, r0, idx, lens); break;
+        case 2: done = ragged_registers_axes<2>(sa, slots, r0, idx, lens); break;
+        case 3: done = ragged_registers_axes<3>(sa, slots, r0, idx, lens); break;
+        case 4: done = ragged_registers_axes<4>(sa, slots, r0, idx, lens); break;
+        case 5: done = ragged_registers_axes<5>(sa, slots, r0, idx, lens); break;
+        case 6: done = ragged_registers_axes<6>(sa, slots, r0, idx, lens); break;
+        case 7: done = ragged_registers_axes<7>(sa, slots, r0, idx, lens); break;
+        case 8: done = ragged_registers_axes<8>(sa, slots, r0, idx, lens); break;
         default: break;
       }
-      if (!done) ragged_group(a, r0, kmax, tile);
+      if (done) continue;
+      for (std::size_t sl = 0; sl < slots; ++sl) {
+        if (sl && sa[sl].baseline_given) copy_base(a, sa[sl], r0, r0 + W);
+        ragged_group(sa[sl], r0, kmax, tile);
+      }
     }
   }
 
@@ -426,20 +442,71 @@ struct K {
     }
   }
 
+  /// Slots computed natively in one pass (ragged_gather); more run one by one.
+  static constexpr std::size_t kMaxSlots = 16;
+
+  // kernels.hpp's slot_args / copy_baseline as members: templates on A, so this object file's
+  // (AVX-compiled) copies never stand in for the baseline build's (see the top of this file).
+  static KernelArgs<T> slot(const KernelArgs<T>& a, std::uint32_t s) noexcept {
+    KernelArgs<T> o = a;
+    o.slots = 1, o.more = nullptr, o.shared_baseline = false;
+    if (s == 0) return o;
+    o.weight = a.weight + std::size_t(s) * (std::size_t(a.heads) + 1);
+    const SlotOut<T>& m = a.more[s - 1];
+    o.context = m.context, o.difference = m.difference, o.pairwise = m.pairwise, o.separation = m.separation;
+    o.baseline_given = a.shared_baseline;
+    return o;
+  }
+  static void copy_base(const KernelArgs<T>& from, const KernelArgs<T>& to, std::size_t r0, std::size_t r1) noexcept {
+    for (std::size_t c = 0; c < from.axes; ++c)
+      for (std::size_t r = r0; r < r1; ++r) to.context[c * to.stride + r] = from.context[c * from.stride + r];
+  }
+
   static std::size_t run(const KernelArgs<T>& a, Strategy how) noexcept {
+    if (a.slots == 1) return run_slots(&a, 1, how);
+    if (a.slots <= kMaxSlots) {
+      KernelArgs<T> sa[kMaxSlots];
+      for (std::uint32_t s = 0; s < a.slots; ++s) sa[s] = slot(a, s);
+      return run_slots(sa, a.slots, how);
+    }
+    std::size_t done = 0;  // the same prefix for every slot: it depends on the shape only
+    for (std::uint32_t s = 0; s < a.slots; ++s) {
+      const KernelArgs<T> as = slot(a, s);
+      if (s && as.baseline_given) copy_base(a, as, 0, a.n_reports / W * W);
+      done = run_slots(&as, 1, how);
+    }
+    return done;
+  }
+
+  /// The reports [0, n) of every slot of sa[0..slots) (slot_args of one call).
+  static std::size_t run_slots(const KernelArgs<T>* sa, std::size_t slots, Strategy how) noexcept {
+    const KernelArgs<T>& a = sa[0];
     const std::size_t n = a.n_reports / W * W;
     if (n == 0) return 0;
+    // Paths without native slots take them one by one, slot 0 first (later slots may copy its baseline).
+    const auto each = [&](auto&& path) {
+      for (std::size_t s = 0; s < slots; ++s) {
+        if (s && sa[s].baseline_given) copy_base(a, sa[s], 0, n);
+        path(sa[s]);
+      }
+    };
     const std::size_t L = a.uniform_length;
     const std::size_t tokens = static_cast<std::size_t>(a.token_offset[a.n_reports] - a.token_offset[0]);
     const bool long_reports_here = tokens >= kLongReport * a.n_reports;
     if constexpr (std::is_same_v<T, float>) {
       if (how == Strategy::tokens || (how == Strategy::automatic && long_reports_here)) {
-        long_reports(a, n);
+        each([&](const KernelArgs<T>& as) { long_reports(as, n); });
         return n;
       }
     } else {
-      if ((how == Strategy::tokens || (how == Strategy::automatic && long_reports_here)) && long_ordered(a, n))
+      // long_ordered() declines (false, nothing written) by heads/axes only: alike for every slot.
+      if ((how == Strategy::tokens || (how == Strategy::automatic && long_reports_here)) && long_ordered(a, n)) {
+        for (std::size_t s = 1; s < slots; ++s) {
+          if (sa[s].baseline_given) copy_base(a, sa[s], 0, n);
+          long_ordered(sa[s], n);
+        }
         return n;
+      }
     }
     // The tile must hold at least one token of every row; beyond that the scalar code is as good.
     const std::size_t rows = std::size_t(a.axes) + a.heads + 1;
@@ -451,22 +518,22 @@ struct K {
     if (L == 0 && kHardwareGather && W >= 4 && (how == Strategy::automatic || how == Strategy::gather) &&
         static_cast<std::uint64_t>(a.token_offset[a.n_reports]) < (std::uint64_t(1) << 30)) {
       // Measured on the main job's 3..6-token reports (Xeon, avx512 f64): see README, Performance.
-      ragged_gather(a, n, kmax, tile);
+      ragged_gather(sa, slots, n, kmax, tile);
     } else if (L == 0 || how == Strategy::tokens) {
-      ragged(a, n, kmax, tile);
+      each([&](const KernelArgs<T>& as) { ragged(as, n, kmax, tile); });
     } else if (how == Strategy::gather && gather_ok) {
-      uniform_dispatch<Strategy::gather>(a, n, L, kmax, tile);
+      each([&](const KernelArgs<T>& as) { uniform_dispatch<Strategy::gather>(as, n, L, kmax, tile); });
     } else if (how == Strategy::shuffle && L <= kShuffleMax) {
-      uniform_dispatch<Strategy::shuffle>(a, n, L, kmax, tile);
+      each([&](const KernelArgs<T>& as) { uniform_dispatch<Strategy::shuffle>(as, n, L, kmax, tile); });
     } else if (how != Strategy::automatic) {
-      uniform_dispatch<Strategy::transpose>(a, n, L, kmax, tile);
+      each([&](const KernelArgs<T>& as) { uniform_dispatch<Strategy::transpose>(as, n, L, kmax, tile); });
     } else if (L < 8 && W >= 4) {
       // Measured on Zen 3 (in cache, 2 heads, 2 axes; avx2 f32 L=3: 5.1 ns/report shuffle vs
       // 12.4 transpose vs 14.4 gather). From L = 8 on, or with 2 lanes, the permutes cost more
       // than the scalar copies.
-      uniform_dispatch<Strategy::shuffle>(a, n, L, kmax, tile);
+      each([&](const KernelArgs<T>& as) { uniform_dispatch<Strategy::shuffle>(as, n, L, kmax, tile); });
     } else {
-      uniform_dispatch<Strategy::transpose>(a, n, L, kmax, tile);
+      each([&](const KernelArgs<T>& as) { uniform_dispatch<Strategy::transpose>(as, n, L, kmax, tile); });
     }
     return n;
   }

@@ -411,6 +411,9 @@ void Profiler::Impl::end_run(const RunStats& stats, const std::vector<std::strin
       const std::size_t k = std::size_t(id - kConsume0);
       st.kind = "consume", st.serial = true;
       st.name = "sink consume: " + (k < su.sink_names.size() ? su.sink_names[k] : "?");
+    } else if (id == kWeightingAll) {
+      st.kind = "weighting", st.plugin = su.weighting_label;
+      st.name = "weighting [every scenario, one call]";
     } else {
       const std::size_t k = std::size_t(id - kWeighting0);
       st.kind = "weighting", st.plugin = su.weighting_label;

@@ -27,7 +27,8 @@ constexpr int kMaxScenarios = 64;
 constexpr int kPrepare0 = kFixed;
 constexpr int kConsume0 = kPrepare0 + kMaxSinks;
 constexpr int kWeighting0 = kConsume0 + kMaxSinks;
-constexpr int kStages = kWeighting0 + kMaxScenarios + 1;
+constexpr int kWeightingAll = kWeighting0 + kMaxScenarios + 1;  ///< one weights() call for every slot (ABI 1.3)
+constexpr int kStages = kWeightingAll + 1;
 
 inline int prepare(std::size_t sink) { return kPrepare0 + int(sink < kMaxSinks ? sink : kMaxSinks - 1); }
 inline int consume(std::size_t sink) { return kConsume0 + int(sink < kMaxSinks ? sink : kMaxSinks - 1); }

@@ -210,19 +210,46 @@ TEST_CASE("plugins built against the ABI 1.0 header load and give identical resu
   CHECK(old_run.out == new_run.out);
 }
 
-TEST_CASE("ABI 1.2 shared baseline: asked for once per batch, results identical to a scheme without the flag", "[attention][abi]") {
-  // compat_shared's weights() fails unless rows[0] is NULL exactly for slot > 0, so a host that
-  // ignored the flag (or passed NULL for slot 0) fails this run; both builds must give the same bytes.
+TEST_CASE("ABI 1.2 shared baseline, 1.3 every slot at once: results identical to a scheme without the flags", "[attention][abi]") {
+  // compat_shared's weights() fails unless rows[0] is NULL exactly for slot > 0, and the compat_all*
+  // builds fail unless the host asks for both slots in one call with the baseline rows as their
+  // flags say, so a host that ignored a flag fails its run; every build must give the same bytes.
   const std::string cases = std::string(HEADSEP_BINARY_DIR) + "/tests/plugins/cases/";
   for (const char* threads : {"1", "2"}) {
     const std::string job = std::string("run -s compat-reports -w compat-designs --format jsonl --quiet --chunk 13 --threads ") +
                             threads + " --plugin-dir " + shell_quote(cases + "compat_current") + " --plugin-dir ";
-    auto shared = run_cli(job + shell_quote(cases + "compat_shared"));
     auto plain = run_cli(job + shell_quote(cases + "compat_unshared"));
-    INFO(shared.err << plain.err);
-    REQUIRE(shared.status == 0);
+    INFO(plain.err);
     REQUIRE(plain.status == 0);
-    CHECK(json_lines(shared.out).size() == 400);  // 200 reports x 2 designs
-    CHECK(shared.out == plain.out);
+    CHECK(json_lines(plain.out).size() == 400);  // 200 reports x 2 designs
+    for (const char* variant : {"compat_shared", "compat_all", "compat_all_shared"}) {
+      auto flagged = run_cli(job + shell_quote(cases + variant));
+      INFO(variant << ": " << flagged.err);
+      REQUIRE(flagged.status == 0);
+      CHECK(flagged.out == plain.out);
+    }
+    // In f32 the host asks slot by slot, which the compat_all builds refuse: the error names the plugin.
+    auto f32 = run_cli(job + shell_quote(cases + "compat_all") + " --precision f32");
+    CHECK(f32.status != 0);
+    CHECK_THAT(f32.err, Contains("compat-designs") && Contains("did not ask for every slot at once"));
+  }
+}
+
+TEST_CASE("ABI 1.3 every slot at once: axis-focus gives the same bytes as slot by slot (HEADSEP_ALL_SLOTS=0)", "[abi]") {
+  // The main job's weighting (3 designs, a shared baseline) with short ragged chunks (kernel tails).
+  TempDir dir;
+  for (const char* threads : {"1", "2"}) {
+    std::string outs[2];
+    for (int all = 0; all < 2; ++all) {
+      const std::string s = dir.file(std::string("s") + threads + std::to_string(all) + ".json");
+      auto r = run_shell(std::string("HEADSEP_ALL_SLOTS=") + (all ? "1 " : "0 ") + shell_quote(HEADSEP_CLI) +
+                         " run -s ops-reports -w axis-focus -p reports=3001 --chunk 37 --format jsonl --quiet --top 3 --threads " +
+                         threads + " --summary " + shell_quote(s));
+      INFO(r.err);
+      REQUIRE(r.status == 0);
+      CHECK(json_lines(r.out).size() == 9003);  // 3001 reports x 3 designs
+      outs[all] = r.out + read_file(s);
+    }
+    CHECK(outs[0] == outs[1]);
   }
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -192,9 +193,100 @@ void sweep() {
   CHECK(failures == 0);
 }
 
+/// One multi-slot call (KernelArgs::slots) against one call per slot, same level and strategy:
+/// every slot's outputs bit-identical (f32 too: a slot's operations are the same either way).
+/// `shared`: slots >= 1 get a NaN baseline weight row, which the multi-slot call must not read
+/// (their baseline contexts are slot 0's); their separate calls get slot 0's baseline contexts
+/// with baseline_given, as the engine did before multi-slot calls.
+template <class T>
+std::string compare_slots(const Case& k0, std::size_t slots, SimdLevel level, Strategy how, bool shared) {
+  const std::size_t stride = k0.n + 3;
+  const T fill = T(-777.25);
+  std::vector<Case> ks(slots, k0);
+  std::mt19937_64 rng(k0.n * 131 + slots);
+  std::uniform_real_distribution<double> wd(0.0, 1.0);
+  for (std::size_t s = 1; s < slots; ++s)
+    for (auto& w : ks[s].weight)
+      for (auto& v : w) v = wd(rng);
+  if (shared)
+    for (std::size_t s = 1; s < slots; ++s)
+      for (auto& v : ks[s].weight[0]) v = std::numeric_limits<double>::quiet_NaN();
+  // One call per slot.
+  std::vector<std::unique_ptr<Run<T>>> one, all;
+  for (std::size_t s = 0; s < slots; ++s) {
+    one.push_back(std::make_unique<Run<T>>(ks[s], stride, fill));
+    if (shared && s) {
+      for (std::size_t r = 0; r < k0.n; ++r)
+        for (std::size_t c = 0; c < k0.axes; ++c) one[s]->context[c * stride + r] = one[0]->context[c * stride + r];
+      one[s]->args.baseline_given = true;
+    }
+    kernels::compute_metrics(one[s]->args, level, how);
+  }
+  // One call for all.
+  for (std::size_t s = 0; s < slots; ++s) all.push_back(std::make_unique<Run<T>>(ks[s], stride, fill));
+  std::vector<const T*> rows;
+  std::vector<SlotOut<T>> more;
+  for (std::size_t s = 0; s < slots; ++s) {
+    rows.insert(rows.end(), all[s]->weight_p.begin(), all[s]->weight_p.end());
+    if (s) more.push_back({all[s]->context.data(), all[s]->difference.data(), all[s]->pairwise.data(), all[s]->separation.data()});
+  }
+  KernelArgs<T> a = all[0]->args;
+  a.weight = rows.data();
+  a.slots = static_cast<std::uint32_t>(slots);
+  a.more = more.data();
+  a.shared_baseline = shared;
+  kernels::compute_metrics(a, level, how);
+  for (std::size_t s = 0; s < slots; ++s)
+    for (std::size_t r = 0; r < stride; ++r) {
+      const auto e = one[s]->column(r), g = all[s]->column(r);
+      for (std::size_t i = 0; i < e.size(); ++i)
+        if (!same(e[i], g[i])) {
+          std::ostringstream os;
+          os.precision(17);
+          os << "slot " << s << " report " << r << " output " << i << ": alone " << e[i] << " vs together " << g[i];
+          return os.str();
+        }
+    }
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("f64 kernels are bit-identical to the scalar reference at every level", "[kernels]") { sweep<double>(); }
+
+TEST_CASE("a multi-slot kernel call equals one call per slot, at every level and strategy", "[kernels]") {
+  const auto levels = levels_under_test();
+  const Strategy strategies[] = {Strategy::automatic, Strategy::transpose, Strategy::gather, Strategy::shuffle,
+                                 Strategy::tokens};
+  std::size_t runs = 0, failures = 0;
+  std::uint64_t seed = 99;
+  for (std::size_t n : {0, 1, 7, 8, 9, 17, 33})
+    for (std::size_t len : {1, 3, 5, 9, 17})
+      for (bool uniform : {true, false})
+        for (std::size_t heads : {1, 2, 3})
+          for (std::size_t axes : {1, 2, 4}) {
+            const Case k = make_case(n, len, uniform, heads, axes, seed++);
+            for (std::size_t slots : {2, 3, 17})  // 17: past the kernels' native slot count
+              for (bool shared : {false, true})
+                for (auto level : levels)
+                  for (auto how : strategies) {
+                    if (slots == 17 && (how != Strategy::automatic || n > 9)) continue;
+                    ++runs;
+                    const std::string d = compare_slots<double>(k, slots, level, how, shared);
+                    const std::string f = compare_slots<float>(k, slots, level, how, shared);
+                    const std::string& err = d.empty() ? f : d;
+                    if (!err.empty() && ++failures <= 10)
+                      FAIL_CHECK(to_string(level) << " " << kernels::to_string(how) << " n=" << n << " len=" << len
+                                                  << (uniform ? " uniform" : " ragged") << " heads=" << heads
+                                                  << " axes=" << axes << " slots=" << slots
+                                                  << (shared ? " shared baseline" : "") << (d.empty() ? " f32: " : " f64: ")
+                                                  << err);
+                  }
+          }
+  INFO(runs << " multi-slot runs");
+  CHECK(runs > 1000);
+  CHECK(failures == 0);
+}
 
 TEST_CASE("f32 kernels agree with the scalar reference within the stated tolerance", "[kernels]") { sweep<float>(); }
 

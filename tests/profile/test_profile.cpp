@@ -138,9 +138,9 @@ TEST_CASE("trace: writes Chrome trace-event JSON covering every batch", "[profil
   for (std::uint64_t b = 0; b < 30; ++b) {
     INFO("batch " << b);
     REQUIRE(stages_of.count(b));
+    // axis-focus weights every design in one call (ABI 1.3 HEADSEP_WEIGHTING_ALL_SLOTS).
     for (const char* s : {"input (dispatch)", "generate", "axes projection", "metric kernels", "validation",
-                          "weighting [balanced_heads]", "weighting [decision_vs_condition_split]",
-                          "weighting [condition_heavy_both_heads]", "sink prepare: Summary", "sink consume: Summary"})
+                          "weighting [every scenario, one call]", "sink prepare: Summary", "sink consume: Summary"})
       CHECK(stages_of[b].count(s));
   }
 }

@@ -2,7 +2,7 @@
  * once against the saved ABI 1.0 header (tests/plugins/abi10/headsep/plugin.h), once against the
  * current one. Both builds must load and give byte-identical results (ABI 1.x only appends).
  * COMPAT_KIND 1 = scenario generator "compat-reports", 2 = weighting "compat-focus"; 3 = weighting
- * "compat-designs" (ABI 1.2 flags, current header only). */
+ * "compat-designs" (ABI 1.2/1.3 flags, current header only). */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -64,11 +64,18 @@ static const headsep_plugin_descriptor kDescriptor = {
  * baseline is uniform (per-token weights). Kind 3, "compat-designs" (current header only): the
  * same weights under two own scenarios, "first_last" and "last_first" (heads swapped). Built twice:
  * with COMPAT_SHARED=1 it declares HEADSEP_WEIGHTING_SHARED_BASELINE and fails unless the host
- * passes rows[0] == NULL exactly for slot > 0; with COMPAT_SHARED=0 it writes every row. */
+ * passes rows[0] == NULL exactly for slot > 0; with COMPAT_SHARED=0 it writes every row. With
+ * COMPAT_ALL=1 it also declares HEADSEP_WEIGHTING_ALL_SLOTS and (a test fixture only: the ABI
+ * allows both) fails unless the host asks for every slot at once, with the baseline rows NULL
+ * exactly where SHARED_BASELINE says. */
+#ifndef COMPAT_ALL
+#define COMPAT_ALL 0
+#endif
 #if COMPAT_KIND == 3
 static const char* kDesigns[2] = {"first_last", "last_first"};
 static const char* last_error(void) {
-  return "the host broke the shared-baseline contract (rows[0] must be NULL exactly for slot > 0)";
+  return COMPAT_ALL ? "the host did not ask for every slot at once with the rows HEADSEP_WEIGHTING_ALL_SLOTS describes"
+                    : "the host broke the shared-baseline contract (rows[0] must be NULL exactly for slot > 0)";
 }
 #endif
 static headsep_status create(const headsep_param* p, uint32_t n, const headsep_schema* s, void** state) {
@@ -85,15 +92,11 @@ static headsep_status describe_w(void* state, headsep_weighting_info* info) {
 #if COMPAT_KIND == 3
   info->n_scenarios = 2;
   info->scenario_names = kDesigns;
-  info->flags = COMPAT_SHARED ? HEADSEP_WEIGHTING_SHARED_BASELINE : 0u;
+  info->flags = (COMPAT_SHARED ? HEADSEP_WEIGHTING_SHARED_BASELINE : 0u) | (COMPAT_ALL ? HEADSEP_WEIGHTING_ALL_SLOTS : 0u);
 #endif
   return HEADSEP_OK;
 }
-static headsep_status weights(const void* state, const headsep_batch_view* b, uint32_t slot, double* const* rows) {
-  (void)state;
-#if COMPAT_KIND == 3
-  if (COMPAT_SHARED ? (slot == 0) != (rows[0] != NULL) : rows[0] == NULL) return HEADSEP_ERROR;
-#endif
+static headsep_status one_slot(const headsep_batch_view* b, uint32_t slot, double* const* rows) {
   double* first = rows[slot ? 2 : 1]; /* kind 2 has one slot */
   double* last = rows[slot ? 1 : 2];
   for (uint64_t r = 0; r < b->n_reports; ++r) {
@@ -107,6 +110,19 @@ static headsep_status weights(const void* state, const headsep_batch_view* b, ui
     }
   }
   return HEADSEP_OK;
+}
+static headsep_status weights(const void* state, const headsep_batch_view* b, uint32_t slot, double* const* rows) {
+  (void)state;
+#if COMPAT_KIND == 3 && COMPAT_ALL
+  if (slot != HEADSEP_SLOT_ALL || !rows[0] || (rows[3] == NULL) != (COMPAT_SHARED != 0)) return HEADSEP_ERROR;
+  if (one_slot(b, 0, rows) != HEADSEP_OK) return HEADSEP_ERROR;
+  return one_slot(b, 1, rows + 3);
+#else
+#if COMPAT_KIND == 3
+  if (COMPAT_SHARED ? (slot == 0) != (rows[0] != NULL) : rows[0] == NULL) return HEADSEP_ERROR;
+#endif
+  return one_slot(b, slot, rows);
+#endif
 }
 static void destroy(void* state) { (void)state; }
 static const headsep_plugin_descriptor kDescriptor = {
