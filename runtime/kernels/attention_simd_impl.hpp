@@ -29,8 +29,10 @@
 //   48 columns of accumulators on AVX-512, bias first, then Σ_k in order, so a row's result does
 //   not depend on which rows share the call (runtime/attention/attention.cpp says why not BLAS).
 // - xsimd 8.1 has no AVX-512 fma (it falls back to an unfused mul + add), hence fmadd().
-// - f32 throughout one row (FMA, tree-shaped horizontal sums), f64 across queries: results agree
-//   with the scalar reference (attention_scalar.hpp) within the tolerance in tests/kernels.
+// - f32 throughout one row (FMA, tree-shaped horizontal sums), f64 across queries (the pair sums
+//   JS, overlap and output dot product: f32 vectors across a tile's <= 32 rows, then f64 across
+//   tiles): results agree with the scalar reference (attention_scalar.hpp) within the tolerance
+//   in tests/kernels.
 // - Subnormals are flushed to zero while a kernel runs (FlushDenormals): masked lanes would
 //   otherwise make every exp a microcode assist.
 #pragma once
@@ -555,44 +557,49 @@ struct AK {
         ktp += dk * np;
         op += tq * dvp;
       }
-      // ---- pairs of heads 1..H, per query row ----
+      // ---- pairs of heads 1..H over the tile's rows ----
+      // Pair outer, rows inner: JS, overlap and output dot products are sums over the rows, so
+      // they stay vectors across the tile (f32, at most 32 rows) and take one horizontal sum per
+      // pair per tile, not per row (4 per pair and row were ~9 % of a 64-token report); only
+      // the output distance (a square root per row) sums each row across its lanes.
       if (P) {
         const std::size_t dvp = up(in.dv[1]);
         const float* o1 = ot + tq * up(in.dv[0]);  // O_1; heads 1..H have equal d_v
         const B tiny(std::numeric_limits<float>::min());
-        for (std::size_t r = 0; r < rows; ++r) {
-          const std::size_t q = qb + r;
-          const std::size_t lv = up(causal ? q + 1 : n);
-          std::size_t p = 0;
-          for (std::size_t i = 1; i < H1; ++i)
-            for (std::size_t j = i + 1; j < H1; ++j, ++p) {
+        std::size_t p = 0;
+        for (std::size_t i = 1; i < H1; ++i)
+          for (std::size_t j = i + 1; j < H1; ++j, ++p) {
+            B js(0.0f), ov(0.0f), od(0.0f);
+            double dist = 0, ents = 0;
+            for (std::size_t r = 0; r < rows; ++r) {
+              const std::size_t lv = up(causal ? qb + r + 1 : n);
               const float* ai = at + (i * tq + r) * np;
               const float* aj = at + (j * tq + r) * np;
               // H(M) = -Σ m log m, m = s/2, s = p + q: = (ln2 Σ s - Σ s log s) / 2 = ln2 - Σ s log s / 2
               // (Σ s = 2 up to the rounding of the probabilities, ~n·u: within the tolerance).
-              B js(0.0f), ov(0.0f);
               for (std::size_t k = 0; k < lv; k += W) {
                 const B x = B::load_aligned(ai + k), y = B::load_aligned(aj + k);
                 const B sk = x + y;
                 js = fmadd(sk, log_pos(xsimd::max(sk, tiny)), js);
                 ov = fmadd(x, y, ov);
               }
-              const float hm = 0.693147182f - 0.5f * xsimd::hadd(js);
               const float* oi = o1 + ((i - 1) * tq + r) * dvp;
               const float* oj = o1 + ((j - 1) * tq + r) * dvp;
-              B od(0.0f), dd(0.0f);
+              B dd(0.0f);
               for (std::size_t d = 0; d < dvp; d += W) {
                 const B x = B::load_aligned(oi + d), y = B::load_aligned(oj + d);
                 od = fmadd(x, y, od);
                 dd = fmadd(x - y, x - y, dd);
               }
-              double* ps = out.pair_stats + p * kPairStats * S;
-              ps[kJensenShannon * S] += hm - 0.5f * (ent[i * tqp + r] + ent[j * tqp + r]);
-              ps[kPositionOverlap * S] += xsimd::hadd(ov);
-              ps[kOutputCosine * S] += xsimd::hadd(od);
-              ps[kOutputDistance * S] += __builtin_sqrtf(xsimd::hadd(dd));
+              dist += __builtin_sqrtf(xsimd::hadd(dd));
+              ents += double(ent[i * tqp + r]) + double(ent[j * tqp + r]);
             }
-        }
+            double* ps = out.pair_stats + p * kPairStats * S;
+            ps[kJensenShannon * S] += double(rows) * 0.693147182 - 0.5 * double(xsimd::hadd(js)) - 0.5 * ents;
+            ps[kPositionOverlap * S] += xsimd::hadd(ov);
+            ps[kOutputCosine * S] += xsimd::hadd(od);
+            ps[kOutputDistance * S] += dist;
+          }
       }
     }
 
