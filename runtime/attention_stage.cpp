@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
@@ -81,8 +83,14 @@ const float* input_rows(const ReportBatch& b, bool features, AttentionStageScrat
 
 void check_finite_input(const float* x, std::size_t count, const ReportBatch& b, std::size_t width,
                         const std::string& label, const std::string& scenario) {
-  bool bad = false;
-  for (std::size_t i = 0; i < count; ++i) bad |= !std::isfinite(x[i]);
+  // Exponent bits all ones = inf or NaN: integer tests the compiler vectorizes (std::isfinite per
+  // element did not, 3.5 % of a 64-token, d_model 64 run).
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t b;
+    std::memcpy(&b, x + i, sizeof b);
+    bad |= static_cast<std::uint32_t>((b & 0x7f800000u) == 0x7f800000u);
+  }
   if (!bad) return;
   for (std::size_t i = 0; i < count; ++i)
     if (!std::isfinite(x[i])) {
