@@ -132,10 +132,11 @@ std::uint32_t uniform_length(const ReportBatch& batch) {
 }
 
 // `baseline`: an earlier slot of this batch whose baseline contexts this slot shares (f64 only:
-// the f32 kernels recompute them), else nullptr.
+// the f32 kernels recompute them), else nullptr. Sets `nonfinite` when some context or
+// separation is not finite (KernelArgs::nonfinite; check_results then names the report).
 template <class T>
 void compute_slot(Work& w, const std::vector<std::vector<T>>& axis, SimdLevel level, MetricBlock& out,
-                  const MetricBlock* baseline) {
+                  const MetricBlock* baseline, bool& nonfinite) {
   const ReportBatch& batch = w.batch;
   const std::size_t n = batch.n_reports();
   const WeightBlock& wb = w.weights;
@@ -162,6 +163,7 @@ void compute_slot(Work& w, const std::vector<std::vector<T>>& axis, SimdLevel le
   a.weight = weight_ptr.data();
   a.stride = n;
   a.uniform_length = uniform_length(batch);
+  a.nonfinite = &nonfinite;
   if constexpr (std::is_same_v<T, double>) {
     if (baseline) {  // context rows h = 0 come first: axes x n values
       std::copy(baseline->context.begin(), baseline->context.begin() + std::ptrdiff_t(axis.size() * n), out.context.begin());
@@ -188,7 +190,7 @@ void compute_slot(Work& w, const std::vector<std::vector<T>>& axis, SimdLevel le
 // Every slot of a batch in one kernel call (f64; Weighting::all_slots): the axes are read once
 // for all slots; each slot's metrics are bit-identical to compute_slot's.
 void compute_all_slots(Work& w, const std::vector<std::vector<double>>& axis, SimdLevel level,
-                       std::vector<MetricBlock>& out, bool shared_baseline) {
+                       std::vector<MetricBlock>& out, bool shared_baseline, bool& nonfinite) {
   const ReportBatch& batch = w.batch;
   const std::size_t n = batch.n_reports();
   const WeightBlock& wb = w.weights;
@@ -219,6 +221,7 @@ void compute_all_slots(Work& w, const std::vector<std::vector<double>>& axis, Si
   a.slots = wb.slots;
   a.more = more.data();
   a.shared_baseline = shared_baseline;
+  a.nonfinite = &nonfinite;
   compute_metrics(a, level);
 }
 
@@ -483,9 +486,10 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
       timer.to(prof::kValidate);
       for (std::size_t j = 0; j < slots; ++j) check_weights(b, w->weights, j, j > 0 && shared_baseline, w->names[j], label);
       timer.to(prof::kKernels);
-      compute_all_slots(*w, w->axis64, opt.simd, res.metrics, shared_baseline);
+      bool nonfinite = false;
+      compute_all_slots(*w, w->axis64, opt.simd, res.metrics, shared_baseline, nonfinite);
       timer.to(prof::kValidate);
-      for (std::size_t j = 0; j < slots; ++j) check_results(b, res.metrics[j], w->names[j]);
+      for (std::size_t j = 0; j < slots && nonfinite; ++j) check_results(b, res.metrics[j], w->names[j]);
     }
     for (std::size_t j = 0; j < slots && !at_once; ++j) {
       const std::string& name = w->names[j];
@@ -509,10 +513,11 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
       check_weights(b, w->weights, 0, w->weights.keep_baseline, name, label);
       timer.to(prof::kKernels);
       const MetricBlock* baseline = w->weights.keep_baseline ? &res.metrics[0] : nullptr;
-      if (opt.precision == Precision::f64) compute_slot(*w, w->axis64, opt.simd, res.metrics[j], baseline);
-      else compute_slot(*w, w->axis32, opt.simd, res.metrics[j], baseline);
+      bool nonfinite = false;  // the kernels' own check: the scan below only names the report
+      if (opt.precision == Precision::f64) compute_slot(*w, w->axis64, opt.simd, res.metrics[j], baseline, nonfinite);
+      else compute_slot(*w, w->axis32, opt.simd, res.metrics[j], baseline, nonfinite);
       timer.to(prof::kValidate);
-      check_results(b, res.metrics[j], name);
+      if (nonfinite) check_results(b, res.metrics[j], name);
     }
     w->partials.resize(sinks.size());
     for (std::size_t s = 0; s < sinks.size(); ++s) {

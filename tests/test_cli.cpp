@@ -177,6 +177,27 @@ TEST_CASE("N = 1, 3 and 5 heads, hand-computed", "[cli][heads]") {
   }
 }
 
+TEST_CASE("a context that overflows is an error naming the report, in f64 and f32", "[cli]") {
+  TempDir dir;
+  // Report 'big': two tokens at 1e308 (f64) / 3e38 (f32) with weight 1: the sum overflows.
+  for (const char* precision : {"f64", "f32"}) {
+    const std::string v = std::string(precision) == "f64" ? "1e308" : "3e38";
+    // 'big' is report 10 of 20: inside the SIMD kernels' vector tiles at every level, not the scalar tail.
+    std::string csv = "report_id,scenario,token,decision_axis,evidence_axis,condition_axis,single_weight,head1_weight,head2_weight\n";
+    for (int i = 0; i < 20; ++i) {
+      const std::string id = i == 10 ? "big" : "ok" + std::to_string(i), x = i == 10 ? v : "1";
+      csv += id + ",s,A," + x + ",0,0,1,1,0\n" + id + ",s,B," + x + ",1,1,1,0,1\n";
+    }
+    write_file(dir.file("o.csv"), csv);
+    auto r = run_cli("run --input " + shell_quote(dir.file("o.csv")) + " --precision " + precision + " --format jsonl -o " +
+                     shell_quote(dir.file("o.jsonl")));
+    INFO(precision << ": " << r.err);
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, Contains("report 'big'") && Contains("overflowed"));
+    CHECK_FALSE(std::filesystem::exists(dir.file("o.jsonl")));
+  }
+}
+
 TEST_CASE("custom axes over any numeric columns, with coefficients", "[cli][axes]") {
   TempDir dir;
   write_file(dir.file("ax.csv"),

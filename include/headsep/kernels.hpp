@@ -59,6 +59,10 @@ struct KernelArgs {
   std::uint32_t slots = 1;
   const SlotOut<T>* more = nullptr;  ///< [slots - 1]
   bool shared_baseline = false;
+  /// When set, the kernel stores true here if some context or separation it wrote (any slot) is
+  /// not finite, and leaves it alone otherwise: the engine's result check then scans only batches
+  /// that have one (to name the report).
+  bool* nonfinite = nullptr;
 };
 
 /// Slot s of a multi-slot call as a call of its own (slots = 1). For s >= 1 with

@@ -41,6 +41,11 @@ void metrics_scalar(const KernelArgs<T>& a, std::size_t r_begin, std::size_t r_e
         total += dist;
       }
     a.separation[r] = p ? total / T(p) : T(0);
+    if (a.nonfinite) {  // x - x is 0 for finite x, NaN for NaN and infinities
+      T acc = a.separation[r] - a.separation[r];
+      for (std::size_t i = 0; i < H * C; ++i) acc += a.context[i * S + r] - a.context[i * S + r];
+      if (acc != acc) *a.nonfinite = true;
+    }
   }
 }
 

@@ -43,13 +43,18 @@ struct K {
 
   /// Differences, pairwise distances and separation for reports [r0, r0 + W) whose contexts
   /// are already stored. Reads the context rows back (they are in L1) in the scalar order.
+  /// With a.nonfinite, also checks every context and the separation (x - x: 0 when finite,
+  /// NaN otherwise; the difference of a head's and the baseline's context covers both).
   static void finish(const KernelArgs<T>& a, std::size_t r0) noexcept {
     const std::size_t C = a.axes, H = std::size_t(a.heads) + 1, S = a.stride;
     const T* ctx = a.context + r0;
+    B check(T(0));
     for (std::size_t h = 1; h < H; ++h)
-      for (std::size_t c = 0; c < C; ++c)
-        (B::load_unaligned(ctx + (h * C + c) * S) - B::load_unaligned(ctx + c * S))
-            .store_unaligned(a.difference + ((h - 1) * C + c) * S + r0);
+      for (std::size_t c = 0; c < C; ++c) {
+        const B d = B::load_unaligned(ctx + (h * C + c) * S) - B::load_unaligned(ctx + c * S);
+        d.store_unaligned(a.difference + ((h - 1) * C + c) * S + r0);
+        check = check + (d - d);
+      }
     B total(T(0));
     std::size_t p = 0;
     for (std::size_t i = 1; i < H; ++i)
@@ -63,7 +68,13 @@ struct K {
         dist.store_unaligned(a.pairwise + p * S + r0);
         total = total + dist;
       }
-    (p ? total / B(T(p)) : B(T(0))).store_unaligned(a.separation + r0);
+    const B sep = p ? total / B(T(p)) : B(T(0));
+    sep.store_unaligned(a.separation + r0);
+    if (a.nonfinite) {
+      check = check + (sep - sep);
+      // (not any(check != check): xsimd 8.1's AVX != is the ordered compare, false for NaN)
+      if (!xsimd::all(check == check)) *a.nonfinite = true;
+    }
   }
 
   /// Adds tokens [0, k) of a de-interleaved block to the contexts of reports [r0, r0 + W).
@@ -311,9 +322,20 @@ struct K {
         longest = len[i] > longest ? len[i] : longest;
         lenv[i] = T(len[i] < kShuffleMax ? len[i] : kShuffleMax);
       }
-      if (longest <= kShuffleMax)
-        for (std::size_t t = 0; t < longest; ++t)
-          for (std::size_t i = 0; i < W; ++i) idx[t * W + i] = static_cast<I>(t < len[i] ? b[i] + t : len[i] ? b[i] : 0);
+      if (longest <= kShuffleMax) {
+        if constexpr (sizeof(I) == sizeof(std::uint64_t)) {
+          // f64: the offsets are the index type (below 2^30, checked by run()): one vector select
+          // per token instead of W scalar ones.
+          const IB bv = IB::load_unaligned(reinterpret_cast<const I*>(a.token_offset + r0));
+          const IB lv = IB::load_unaligned(reinterpret_cast<const I*>(a.token_offset + r0 + 1)) - bv;
+          const IB past_end = xsimd::select(lv > IB(I(0)), bv, IB(I(0)));
+          for (std::size_t t = 0; t < longest; ++t)
+            xsimd::select(IB(static_cast<I>(t)) < lv, bv + IB(static_cast<I>(t)), past_end).store_aligned(idx + t * W);
+        } else {
+          for (std::size_t t = 0; t < longest; ++t)
+            for (std::size_t i = 0; i < W; ++i) idx[t * W + i] = static_cast<I>(t < len[i] ? b[i] + t : len[i] ? b[i] : 0);
+        }
+      }
       const B lens = B::load_aligned(lenv);
       bool done = false;
       switch (longest) {
