@@ -33,6 +33,7 @@
 #include "float_bits.hpp"
 #include "headsep/attention.hpp"
 #include "headsep/error.hpp"
+#include "kernels/metrics_simd.hpp"
 #include "profile/profiler_impl.hpp"
 #include "token_pool.hpp"
 #include "tsan_order.hpp"
@@ -74,14 +75,11 @@ using WorkPool = detail::TokenPool<Work>;
 // Slot `slot`'s rows of `w` (slot 0 unless w holds every slot); `skip_baseline`: its row 0 is
 // another slot's, checked there.
 void check_weights(const ReportBatch& batch, const WeightBlock& w, std::size_t slot, bool skip_baseline,
-                   const std::string& scenario, const std::string& label) {
+                   const std::string& scenario, const std::string& label, SimdLevel level) {
   const std::size_t n = batch.n_tokens();
   for (std::uint32_t h = skip_baseline ? 1 : 0; h <= w.heads; ++h) {
     const double* row = w.rows[slot * (std::size_t(w.heads) + 1) + h].data();
-    // Bit 63 set iff some weight is Inf/NaN or negative other than -0.0 (float_bits.hpp).
-    std::uint64_t acc = 0;
-    for (std::size_t t = 0; t < n; ++t) acc |= detail::nonfinite_bit(row[t]) | detail::negative_bit(row[t]);
-    if (!(acc >> 63)) continue;
+    if (kernels::valid_weights(row, n, level)) continue;  // the common case; else find the first bad one
     for (std::size_t r = 0; r < batch.n_reports(); ++r)
       for (auto t = batch.token_offset[r]; t < batch.token_offset[r + 1]; ++t)
         if (!(row[t] >= 0.0 && row[t] <= 1.7976931348623157e308)) {
@@ -484,7 +482,7 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
       timer.to(prof::kWeightingAll);
       weighting.weights(b, Weighting::kAllSlots, w->weights);
       timer.to(prof::kValidate);
-      for (std::size_t j = 0; j < slots; ++j) check_weights(b, w->weights, j, j > 0 && shared_baseline, w->names[j], label);
+      for (std::size_t j = 0; j < slots; ++j) check_weights(b, w->weights, j, j > 0 && shared_baseline, w->names[j], label, opt.simd);
       timer.to(prof::kKernels);
       bool nonfinite = false;
       compute_all_slots(*w, w->axis64, opt.simd, res.metrics, shared_baseline, nonfinite);
@@ -510,7 +508,7 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
       timer.to(prof::weighting(own.empty() ? b.scenarios[j] : j));
       weighting.weights(b, static_cast<std::uint32_t>(j), w->weights);
       timer.to(prof::kValidate);
-      check_weights(b, w->weights, 0, w->weights.keep_baseline, name, label);
+      check_weights(b, w->weights, 0, w->weights.keep_baseline, name, label, opt.simd);
       timer.to(prof::kKernels);
       const MetricBlock* baseline = w->weights.keep_baseline ? &res.metrics[0] : nullptr;
       bool nonfinite = false;  // the kernels' own check: the scan below only names the report

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "headsep/plugin_sdk.hpp"
@@ -472,25 +473,33 @@ template <std::uint32_t LT>
 
 [[gnu::target("avx512f")]] void run_avx512(const Ctx& c, const std::uint64_t* off, std::uint64_t R, bool lanes) {
   thread_local std::vector<double> scratch;  // long reports only; grows, never shrinks
-  std::uint64_t pend[kMaxLane + 1][8];
-  std::uint32_t np[kMaxLane + 1] = {};
+  // A full group is run one group later: lanes8 loads its eight offsets as one vector, which
+  // right after the eight scalar stores would wait on a failed store forward. So each length
+  // fills two queues in turn, and the group waiting to run keeps its queue until it has run.
+  std::uint64_t pend[kMaxLane + 1][2][8];
+  std::uint32_t np[kMaxLane + 1] = {}, side[kMaxLane + 1] = {};
+  const std::uint64_t* waiting = nullptr;
+  std::uint32_t waiting_len = 0;
   for (std::uint64_t r = 0; r < R; ++r) {
     const std::uint64_t lo = off[r], L = off[r + 1] - lo;
     if (L - 1 >= kMaxLane || !lanes) {  // L == 0 wraps round: nothing to write
       if (L) one_report(c, lo, L, scratch);
       continue;
     }
-    std::uint64_t* p = pend[L];
+    std::uint64_t* p = pend[L][side[L]];
     p[np[L]] = lo;
     if (++np[L] == 8) {
-      np[L] = 0;
-      lanes8_any(c, p, static_cast<std::uint32_t>(L));
+      np[L] = 0, side[L] ^= 1;
+      if (waiting) lanes8_any(c, waiting, waiting_len);
+      waiting = p, waiting_len = static_cast<std::uint32_t>(L);
     }
   }
+  if (waiting) lanes8_any(c, waiting, waiting_len);
   for (std::uint32_t L = 1; L <= kMaxLane; ++L) {
     if (!np[L]) continue;
-    for (std::uint32_t j = np[L]; j < 8; ++j) pend[L][j] = pend[L][np[L] - 1];
-    lanes8_any(c, pend[L], L);
+    std::uint64_t* p = pend[L][side[L]];
+    for (std::uint32_t j = np[L]; j < 8; ++j) p[j] = p[np[L] - 1];
+    lanes8_any(c, p, L);
   }
 }
 
@@ -545,17 +554,32 @@ class AxisFocus final : public WeightingScheme {
       }
     }
     term_begin_.push_back(static_cast<std::uint32_t>(term_slot_.size()));
-    all_src_ = {static_cast<std::uint32_t>(axes_.size())};
-    all_sharp_ = {single_sharpness_};
+    std::vector<std::uint32_t> every_src{static_cast<std::uint32_t>(axes_.size())};
+    std::vector<double> every_sharp{single_sharpness_};
     for (const auto& d : designs_) {
       std::vector<std::uint32_t> src{static_cast<std::uint32_t>(axes_.size())};
       std::vector<double> sharp{single_sharpness_};
       for (const auto& h : d.heads) {
         src.push_back(h.axis), sharp.push_back(h.sharpness);
-        all_src_.push_back(h.axis), all_sharp_.push_back(h.sharpness);
+        every_src.push_back(h.axis), every_sharp.push_back(h.sharpness);
       }
       src_.push_back(std::move(src));
       sharp_.push_back(std::move(sharp));
+    }
+    // Every design at once: each distinct (axis, sharpness) computed once (same bits: the same
+    // operations on the same inputs), the repeats copied from their first occurrence.
+    for (std::uint32_t i = 0; i < every_src.size(); ++i) {
+      std::uint32_t first = 0;
+      while (first < i && !(every_src[first] == every_src[i] && std::bit_cast<std::uint64_t>(every_sharp[first]) ==
+                                                                    std::bit_cast<std::uint64_t>(every_sharp[i])))
+        ++first;
+      if (first < i) {
+        all_copies_.emplace_back(i, first);
+      } else {
+        all_distinct_.push_back(i);
+        all_src_.push_back(every_src[i]);
+        all_sharp_.push_back(every_sharp[i]);
+      }
     }
     lanes_ = used_.size() <= kMaxUsed && axes_.size() <= kMaxAxes && designs_[0].heads.size() + 1 <= kMaxRows;
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -585,16 +609,21 @@ class AxisFocus final : public WeightingScheme {
   void weights(const BatchView& b, std::uint32_t slot, double* const* rows) const override {
     const std::uint32_t per_slot = heads() + 1;
     if (slot == HEADSEP_SLOT_ALL) {
-      if (all_src_.size() > kMaxRows) {  // too many rows for one lane pass: design by design
+      if (all_src_.size() > kMaxRows || 1 + designs_.size() * (per_slot - 1) > kMaxRows) {  // too many rows for one lane pass: design by design
         for (std::uint32_t d = 0; d < designs_.size(); ++d) weights(b, d, rows + std::size_t(d) * per_slot);
         return;
       }
+      // Distinct (axis, sharpness) rows once (designs often share a head); copies for the rest.
       double* out[kMaxRows];
       std::uint32_t k = 0;
       out[k++] = rows[0];  // the baseline, shared: rows[d * per_slot] is NULL for d > 0
       for (std::uint32_t d = 0; d < designs_.size(); ++d)
         for (std::uint32_t h = 1; h < per_slot; ++h) out[k++] = rows[std::size_t(d) * per_slot + h];
-      run(b, all_src_.data(), all_sharp_.data(), out, k);
+      double* distinct[kMaxRows];
+      for (std::uint32_t i = 0; i < all_distinct_.size(); ++i) distinct[i] = out[all_distinct_[i]];
+      run(b, all_src_.data(), all_sharp_.data(), distinct, static_cast<std::uint32_t>(all_distinct_.size()));
+      const std::size_t bytes = b.n_tokens() * sizeof(double);
+      for (const auto& [to, from] : all_copies_) std::memcpy(out[to], out[from], bytes);
       return;
     }
     if (slot >= designs_.size()) throw PluginError("scenario slot out of range");
@@ -640,8 +669,12 @@ class AxisFocus final : public WeightingScheme {
   std::vector<double> term_k_;
   std::vector<std::vector<std::uint32_t>> src_;  // per design: row -> axis (axes_.size() = the mean)
   std::vector<std::vector<double>> sharp_;       // per design: row -> sharpness
-  std::vector<std::uint32_t> all_src_;           // every design at once: the baseline, then each design's heads
+  // Every design at once: output k = 0 the baseline, then each design's heads in order;
+  // all_distinct_[i] = the output distinct row i fills (axis all_src_[i], sharpness all_sharp_[i]),
+  // all_copies_ = (output, output it copies).
+  std::vector<std::uint32_t> all_src_, all_distinct_;
   std::vector<double> all_sharp_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> all_copies_;
   bool lanes_ = true;
   void (*run_)(const Ctx&, const std::uint64_t*, std::uint64_t, bool) = &run_generic;
 };

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "float_bits.hpp"
 #include "headsep/error.hpp"
 #include "headsep/kernels.hpp"
 #include "metrics_scalar.hpp"
@@ -115,6 +116,22 @@ void run_level(const KernelArgs<T>& a, SimdLevel level, [[maybe_unused]] kernels
   }
 }
 }  // namespace
+
+bool kernels::valid_weights(const double* w, std::size_t n, SimdLevel level) {
+  require_supported(level);
+#if HEADSEP_KERNELS_X86
+  switch (level) {
+    case SimdLevel::scalar: break;
+    case SimdLevel::sse2: return kernels::metrics_kernel<xsimd::sse2>{}.valid_weights(w, n);
+    case SimdLevel::avx2: return kernels::metrics_kernel<kernels::fma3_avx2>{}.valid_weights(w, n);
+    case SimdLevel::avx512: return kernels::metrics_kernel<xsimd::avx512bw>{}.valid_weights(w, n);
+  }
+#endif
+  // Bit 63 set iff some weight is Inf/NaN or negative other than -0.0.
+  std::uint64_t acc = 0;
+  for (std::size_t t = 0; t < n; ++t) acc |= detail::nonfinite_bit(w[t]) | detail::negative_bit(w[t]);
+  return !(acc >> 63);
+}
 
 void compute_metrics(const KernelArgs<double>& a, SimdLevel level) { run_level(a, level, {}); }
 void compute_metrics(const KernelArgs<float>& a, SimdLevel level) { run_level(a, level, {}); }

@@ -43,6 +43,8 @@ template <class Arch>
 struct metrics_kernel {
   std::size_t operator()(const KernelArgs<double>& a, Strategy how = Strategy::automatic) const;
   std::size_t operator()(const KernelArgs<float>& a, Strategy how = Strategy::automatic) const;
+  /// True when w[0, n) are all finite and >= 0 (-0.0 included): the engine's weight check.
+  bool valid_weights(const double* w, std::size_t n) const noexcept;
 };
 
 using fma3_avx2 = xsimd::fma3<xsimd::avx2>;
@@ -58,6 +60,10 @@ void compute_metrics(const KernelArgs<float>& a, SimdLevel level, Strategy how);
 
 /// Throws UsageError for a level this build or CPU cannot run (cheap: a cached bit set).
 void require_supported(SimdLevel level);
+
+/// True when w[0, n) are all finite and >= 0 (-0.0 included), at `level` (the scalar reference
+/// tests the bits: float_bits.hpp). Every level gives the same answer.
+bool valid_weights(const double* w, std::size_t n, SimdLevel level);
 
 /// Longest uniform length the in-register de-interleave (Strategy::shuffle) handles.
 inline constexpr std::size_t kShuffleMax = 8;

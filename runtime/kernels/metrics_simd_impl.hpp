@@ -46,12 +46,19 @@ struct K {
   /// With a.nonfinite, also checks every context and the separation (x - x: 0 when finite,
   /// NaN otherwise; the difference of a head's and the baseline's context covers both).
   static void finish(const KernelArgs<T>& a, std::size_t r0) noexcept {
-    const std::size_t C = a.axes, H = std::size_t(a.heads) + 1, S = a.stride;
     const T* ctx = a.context + r0;
+    const std::size_t C = a.axes, S = a.stride;
+    finish_from(a, r0, [&](std::size_t h, std::size_t c) { return B::load_unaligned(ctx + (h * C + c) * S); });
+  }
+  /// finish() with context (h, c) of the W reports given by ctx(h, c): the stored rows, or
+  /// registers that still hold them (ragged_registers), so nothing is read back.
+  template <class Ctx>
+  [[gnu::always_inline]] static void finish_from(const KernelArgs<T>& a, std::size_t r0, const Ctx& ctx) noexcept {
+    const std::size_t C = a.axes, H = std::size_t(a.heads) + 1, S = a.stride;
     B check(T(0));
     for (std::size_t h = 1; h < H; ++h)
       for (std::size_t c = 0; c < C; ++c) {
-        const B d = B::load_unaligned(ctx + (h * C + c) * S) - B::load_unaligned(ctx + c * S);
+        const B d = ctx(h, c) - ctx(0, c);
         d.store_unaligned(a.difference + ((h - 1) * C + c) * S + r0);
         check = check + (d - d);
       }
@@ -61,7 +68,7 @@ struct K {
       for (std::size_t j = i + 1; j < H; ++j, ++p) {
         B d2(T(0));
         for (std::size_t c = 0; c < C; ++c) {
-          const B d = B::load_unaligned(ctx + (i * C + c) * S) - B::load_unaligned(ctx + (j * C + c) * S);
+          const B d = ctx(i, c) - ctx(j, c);
           d2 = d2 + d * d;
         }
         const B dist = xsimd::sqrt(d2);
@@ -270,6 +277,7 @@ struct K {
   /// Slots (sa[0..slots), slot_args of one multi-slot call) share the axes' gathers: each
   /// slot then gathers only its weights. A slot s >= 1 with baseline_given takes slot 0's
   /// baseline contexts, copied from the rows slot 0 just stored (still in L1).
+  static constexpr std::size_t kRegHeads = 5;
   template <std::size_t K, std::size_t CC>
   static void ragged_registers(const KernelArgs<T>* sa, std::size_t slots, std::size_t r0, const I* idx,
                                const B& len) noexcept {
@@ -281,10 +289,16 @@ struct K {
     B x[CC][K];
     for (std::size_t c = 0; c < CC; ++c)
       for (std::size_t t = 0; t < K; ++t) x[c][t] = xsimd::select(in[t], gather(a.axis[c], ix[t]), B(T(0)));
+    // Up to kRegHeads rows (heads + 1) the contexts stay in registers for finish_from.
+    B ctx[kRegHeads][CC];
+    const bool regs = H <= kRegHeads;
     for (std::size_t sl = 0; sl < slots; ++sl) {
       const KernelArgs<T>& as = sa[sl];
-      if (sl && as.baseline_given)
-        for (std::size_t c = 0; c < CC; ++c) B::load_unaligned(a.context + c * S + r0).store_unaligned(as.context + c * S + r0);
+      if (as.baseline_given)  // slot 0: given by the caller (in memory); later slots: slot 0's
+        for (std::size_t c = 0; c < CC; ++c) {
+          if (sl) ctx[0][c].store_unaligned(as.context + c * S + r0);
+          else ctx[0][c] = B::load_unaligned(a.context + c * S + r0);
+        }
       for (std::size_t h = as.baseline_given ? 1 : 0; h < H; ++h) {
         B w[K];
         for (std::size_t t = 0; t < K; ++t) w[t] = xsimd::select(in[t], gather(as.weight[h], ix[t]), B(T(0)));
@@ -292,9 +306,11 @@ struct K {
           B s(T(0));
           for (std::size_t t = 0; t < K; ++t) s = madd(w[t], x[c][t], s);
           s.store_unaligned(as.context + (h * CC + c) * S + r0);
+          if (h < kRegHeads) ctx[h][c] = s;
         }
       }
-      finish(as, r0);
+      if (regs) finish_from(as, r0, [&](std::size_t h, std::size_t c) { return ctx[h][c]; });
+      else finish(as, r0);
     }
   }
   template <std::size_t K>
@@ -604,6 +620,25 @@ struct K {
 };
 
 }  // namespace simd_detail
+
+template <class Arch>
+bool metrics_kernel<Arch>::valid_weights(const double* w, std::size_t n) const noexcept {
+  // 0 <= x <= DBL_MAX, as ordered compares: false for NaN, infinities and negatives, true for
+  // -0.0. Four vectors per step; the tail one by one.
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  const B zero(0.0), top(1.7976931348623157e308);
+  auto in = [&](const B& v) { return (v >= zero) & (v <= top); };
+  std::size_t i = 0;
+  auto ok = in(B(0.0));
+  for (; i + 4 * W <= n; i += 4 * W)
+    ok = ok & in(B::load_unaligned(w + i)) & in(B::load_unaligned(w + i + W)) & in(B::load_unaligned(w + i + 2 * W)) &
+         in(B::load_unaligned(w + i + 3 * W));
+  for (; i + W <= n; i += W) ok = ok & in(B::load_unaligned(w + i));
+  bool good = xsimd::all(ok);
+  for (; i < n; ++i) good = good && w[i] >= 0.0 && w[i] <= 1.7976931348623157e308;
+  return good;
+}
 
 template <class Arch>
 std::size_t metrics_kernel<Arch>::operator()(const KernelArgs<double>& a, Strategy how) const {

@@ -326,6 +326,32 @@ TEST_CASE("f64 special values (signed zeros, infinities, NaN, subnormals) match 
       }
 }
 
+TEST_CASE("weight validation: every level agrees with the scalar bit test (finite and >= 0, -0.0 allowed)", "[kernels]") {
+  const double bad[] = {-1e-300, -1.0, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                        std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN()};
+  const double good[] = {0.0, -0.0, std::numeric_limits<double>::denorm_min(), 1.0, std::numeric_limits<double>::max()};
+  std::mt19937_64 rng(5);
+  std::size_t checked = 0;
+  for (std::size_t n = 0; n <= 70; ++n)
+    for (int round = 0; round < 12; ++round) {
+      std::vector<double> w(n);
+      for (auto& v : w) v = good[rng() % std::size(good)];
+      // round 0: all good; else one bad value at a random place (tails included), sometimes two.
+      if (round > 0 && n > 0) {
+        w[rng() % n] = bad[rng() % std::size(bad)];
+        if (round % 3 == 0) w[n - 1] = bad[rng() % std::size(bad)];
+      }
+      const bool expect = kernels::valid_weights(w.data(), n, SimdLevel::scalar);
+      CHECK(expect == (round == 0 || n == 0));
+      for (auto level : levels_under_test()) {
+        INFO(to_string(level) << " n=" << n << " round " << round);
+        CHECK(kernels::valid_weights(w.data(), n, level) == expect);
+        ++checked;
+      }
+    }
+  CHECK(checked > 800);
+}
+
 TEST_CASE("every built level is listed, unsupported levels fail with a clear error", "[kernels]") {
   const auto built = compiled_levels(), sup = supported_levels();
   REQUIRE(!built.empty());
