@@ -346,6 +346,23 @@ void TopK::add(double value, uint64_t index) {
   }
 }
 
+void TopK::add(const double* values, std::size_t n, uint64_t first_index) {
+  std::size_t i = 0;
+  for (; i < n && heap_.size() < k_; ++i) add(values[i], first_index + i);
+  if (k_ == 0) {
+    for (; i < n; ++i)
+      if (std::isnan(values[i])) throw std::domain_error("TopK::add: NaN value");
+    return;
+  }
+  double weakest = heap_.front().first;
+  for (; i < n; ++i) {
+    // Below the weakest kept value: not better whatever the index (indices only break ties).
+    if (values[i] < weakest) continue;
+    add(values[i], first_index + i);  // NaN throws there
+    weakest = heap_.front().first;
+  }
+}
+
 void TopK::merge(const TopK& other) {
   if (&other == this) return merge(TopK(other));
   for (const Item& it : other.heap_) add(it.first, it.second);

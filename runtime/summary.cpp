@@ -78,7 +78,7 @@ void Summary::prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& part
       slot.sketches.push_back(std::move(s));
     }
     slot.top = TopK(opt_.top_k);
-    for (std::size_t r = 0; r < m.n; ++r) slot.top.add(m.separation[r], b.first_report + r);
+    slot.top.add(m.separation.data(), m.n, b.first_report);
     for (const auto& [value, index] : slot.top.sorted()) slot.ids.emplace_back(index, b.report_id(index - b.first_report));
     p->slots.push_back(std::move(slot));
   }

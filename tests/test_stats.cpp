@@ -283,10 +283,18 @@ TEST_CASE("TopK matches a full sort, with ties, in any merge order", "[stats]") 
     ref.resize(std::min(k, ref.size()));
     TopK all(k); for (std::size_t i = 0; i < v.size(); ++i) all.add(v[i], i);
     CHECK((all.k() == k && all.sorted() == ref));
+    // The range form, in pieces (a non-empty heap first), gives the same items.
+    TopK range(k);
+    range.add(v.data(), 7, 0);
+    range.add(v.data() + 7, v.size() - 7, 7);
+    CHECK(range.sorted() == ref);
     for (const auto& m : merge_orders(split(v, TopK(k), [](TopK& t, double x, std::size_t i) { t.add(x, i); })))
       CHECK(m.sorted() == ref);
   }
   CHECK_THROWS_AS(TopK(3).add(std::nan(""), 1), std::domain_error);
+  const double with_nan[] = {1, 2, 3, 4, std::nan("")};
+  CHECK_THROWS_AS(TopK(2).add(with_nan, 5, 0), std::domain_error);  // NaN after the heap is full
+  CHECK_THROWS_AS(TopK(0).add(with_nan, 5, 0), std::domain_error);
 }
 
 TEST_CASE("QuantileSketch edge cases", "[stats]") {

@@ -153,6 +153,9 @@ class TopK {
   explicit TopK(std::size_t k);
   /// @throws std::domain_error for NaN (it has no place in the order).
   void add(double value, uint64_t index);
+  /// add(values[i], first_index + i) for i in [0, n), in that order (the same result): values
+  /// below the weakest kept one are skipped with one compare each.
+  void add(const double* values, std::size_t n, uint64_t first_index);
   void merge(const TopK& other);
   /// @brief Descending value, ascending index on ties.
   std::vector<std::pair<double, uint64_t>> sorted() const;
