@@ -2,13 +2,22 @@
 // evidence or condition word with feature values on decision_axis / evidence_axis /
 // condition_axis (its own axis high, the others low). Every value derives from (seed, report
 // index, token index) through splitmix64, a counter-based generator, so chunk i is the same
-// whatever the chunk size or the thread that generates it. No per-token allocation.
+// whatever the chunk size or the thread that generates it. No per-token allocation. chunk() runs
+// in three dispatched steps (report hashes, per-token staging, feature values): AVX-512 where the
+// CPU has F + DQ, else the plain loops (HEADSEP_SIMD=scalar/sse2/avx2 forces those).
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "headsep/plugin_sdk.hpp"
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace {
 
@@ -29,6 +38,129 @@ constexpr std::uint32_t pick16(std::uint64_t bits16, std::uint32_t n) noexcept {
 // Feature values k/10 for k = 0..18, as the seed writes them (exact decimal parses).
 constexpr std::array<double, 19> kTenths = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9,
                                             1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8};
+
+constexpr std::uint64_t kStep = 0xd1b54a32d192ed03ULL;  // token i of a report mixes h + (i + 1) * kStep
+
+// Stage 2 of chunk(): x[t] holds token t's mix input, code[t] its column (0..2) or 3 (drawn from
+// the mix); writes main (0.8..1.8) to that column and two low values (0.0..0.6) to the next two.
+// In place: x and code alias feature columns 0 and 1.
+inline void token_features(std::uint64_t x, std::uint64_t code, double& f0, double& f1, double& f2) noexcept {
+  const std::uint64_t b = mix(x);
+  const std::uint32_t c = code < 3 ? static_cast<std::uint32_t>(code) : pick16(b, 3);
+  const double main = kTenths[8 + pick16(b >> 16, 11)];
+  const double lo1 = kTenths[pick16(b >> 32, 7)], lo2 = kTenths[pick16(b >> 48, 7)];
+  // f[c] = main, f[(c + 1) % 3] = lo1, f[(c + 2) % 3] = lo2, as selects.
+  f0 = c == 0 ? main : c == 1 ? lo2 : lo1;
+  f1 = c == 1 ? main : c == 0 ? lo1 : lo2;
+  f2 = c == 2 ? main : c == 1 ? lo1 : lo2;
+}
+
+// Stage 0: hash[r] = mix(start + r * kGolden), the hash of each report of a chunk.
+void hashes_scalar(std::uint64_t start, std::uint64_t n, std::uint64_t* hash) {
+  for (std::uint64_t r = 0; r < n; ++r) hash[r] = mix(start + r * kGolden);
+}
+
+// Stage 1: per token of report r (tokens off[r] .. off[r + 1]), its mix input in x and its
+// column code (the first three tokens cover decision, evidence and condition, rotated; later
+// ones draw it) in code, as bits.
+void stage_scalar(const std::uint64_t* hash, const std::uint64_t* off, std::uint64_t n, double* x, double* code) {
+  for (std::uint64_t r = 0; r < n; ++r) {
+    const std::uint64_t h = hash[r], rot = pick16(h >> 16, 3);
+    for (std::uint64_t t = off[r], i = 0; t < off[r + 1]; ++t, ++i) {
+      x[t] = std::bit_cast<double>(h + (i + 1) * kStep);
+      code[t] = std::bit_cast<double>(i < 3 ? (i + rot) % 3 : std::uint64_t(3));
+    }
+  }
+}
+
+void features_scalar(double* f0, double* f1, double* f2, std::uint64_t n) {
+  for (std::uint64_t t = 0; t < n; ++t)
+    token_features(std::bit_cast<std::uint64_t>(f0[t]), std::bit_cast<std::uint64_t>(f1[t]), f0[t], f1[t], f2[t]);
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+// 8 tokens per vector: the mix with vpmullq, the tenths from registers (vpermpd), the columns by
+// masked blends; the last n % 8 tokens through the scalar code. (GCC 12's intrinsics headers
+// start some results from _mm512_undefined_*: a false -Wmaybe-uninitialized.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+[[gnu::target("avx512f,avx512dq")]] inline __m512i mix_avx512(__m512i x) {
+  x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 30)), _mm512_set1_epi64(static_cast<long long>(0xbf58476d1ce4e5b9ULL)));
+  x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 27)), _mm512_set1_epi64(static_cast<long long>(0x94d049bb133111ebULL)));
+  return _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+}
+
+[[gnu::target("avx512f,avx512dq")]] void hashes_avx512(std::uint64_t start, std::uint64_t n, std::uint64_t* hash) {
+  __m512i v = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(start)),
+                               _mm512_mullo_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), _mm512_set1_epi64(static_cast<long long>(kGolden))));
+  const __m512i step = _mm512_set1_epi64(static_cast<long long>(8 * kGolden));
+  std::uint64_t r = 0;
+  for (; r + 8 <= n; r += 8, v = _mm512_add_epi64(v, step)) _mm512_storeu_si512(hash + r, mix_avx512(v));
+  hashes_scalar(start + r * kGolden, n - r, hash + r);
+}
+
+// One report's tokens 8 at a time with masked stores (no branch on the length below 9 tokens).
+[[gnu::target("avx512f,avx512dq")]] void stage_avx512(const std::uint64_t* hash, const std::uint64_t* off, std::uint64_t n, double* x,
+                                                      double* code) {
+  const __m512i steps = _mm512_mullo_epi64(_mm512_setr_epi64(1, 2, 3, 4, 5, 6, 7, 8), _mm512_set1_epi64(static_cast<long long>(kStep)));
+  const __m512i block = _mm512_set1_epi64(static_cast<long long>(8 * kStep)), drawn = _mm512_set1_epi64(3);
+  const __m512i first[3] = {_mm512_setr_epi64(0, 1, 2, 3, 3, 3, 3, 3), _mm512_setr_epi64(1, 2, 0, 3, 3, 3, 3, 3),
+                            _mm512_setr_epi64(2, 0, 1, 3, 3, 3, 3, 3)};
+  for (std::uint64_t r = 0; r < n; ++r) {
+    const std::uint64_t h = hash[r], t0 = off[r], len = off[r + 1] - t0;
+    __m512i xv = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(h)), steps);
+    const auto m = static_cast<__mmask8>((1u << std::min<std::uint64_t>(len, 8)) - 1);
+    _mm512_mask_storeu_epi64(x + t0, m, xv);
+    _mm512_mask_storeu_epi64(code + t0, m, first[pick16(h >> 16, 3)]);
+    for (std::uint64_t i = 8; i < len; i += 8) {
+      xv = _mm512_add_epi64(xv, block);
+      const auto mi = static_cast<__mmask8>((1u << std::min<std::uint64_t>(len - i, 8)) - 1);
+      _mm512_mask_storeu_epi64(x + t0 + i, mi, xv);
+      _mm512_mask_storeu_epi64(code + t0 + i, mi, drawn);
+    }
+  }
+}
+
+[[gnu::target("avx512f,avx512dq")]] void features_avx512(double* f0, double* f1, double* f2, std::uint64_t n) {
+  const __m512i low16 = _mm512_set1_epi64(0xffff), three = _mm512_set1_epi64(3), seven = _mm512_set1_epi64(7),
+                eleven = _mm512_set1_epi64(11), one = _mm512_set1_epi64(1), two = _mm512_set1_epi64(2);
+  const __m512d hi_a = _mm512_loadu_pd(&kTenths[8]);                                   // 0.8 .. 1.5
+  const __m512d hi_b = _mm512_setr_pd(kTenths[16], kTenths[17], kTenths[18], 0, 0, 0, 0, 0);  // 1.6 .. 1.8
+  const __m512d lo = _mm512_loadu_pd(&kTenths[0]);                                     // 0.0 .. 0.7
+  std::uint64_t t = 0;
+  for (; t + 8 <= n; t += 8) {
+    const __m512i b = mix_avx512(_mm512_loadu_si512(f0 + t));
+    const __m512i code = _mm512_loadu_si512(f1 + t);
+    // pick16(v, k) = ((v & 0xffff) * k) >> 16: a 32x32 -> 64 multiply is enough.
+    const __m512i drawn = _mm512_srli_epi64(_mm512_mul_epu32(_mm512_and_si512(b, low16), three), 16);
+    const __m512i c = _mm512_mask_blend_epi64(_mm512_cmpeq_epi64_mask(code, three), code, drawn);
+    const __m512i i_main = _mm512_srli_epi64(_mm512_mul_epu32(_mm512_and_si512(_mm512_srli_epi64(b, 16), low16), eleven), 16);
+    const __m512i i_lo1 = _mm512_srli_epi64(_mm512_mul_epu32(_mm512_and_si512(_mm512_srli_epi64(b, 32), low16), seven), 16);
+    const __m512i i_lo2 = _mm512_srli_epi64(_mm512_mul_epu32(_mm512_srli_epi64(b, 48), seven), 16);
+    const __m512d main = _mm512_permutex2var_pd(hi_a, i_main, hi_b);
+    const __m512d lo1 = _mm512_permutexvar_pd(i_lo1, lo), lo2 = _mm512_permutexvar_pd(i_lo2, lo);
+    const __mmask8 c0 = _mm512_cmpeq_epi64_mask(c, _mm512_setzero_si512()), c1 = _mm512_cmpeq_epi64_mask(c, one),
+                   c2 = _mm512_cmpeq_epi64_mask(c, two);
+    // f0 = c0 ? main : c1 ? lo2 : lo1;  f1 = c1 ? main : c0 ? lo1 : lo2;  f2 = c2 ? main : c1 ? lo1 : lo2
+    _mm512_storeu_pd(f0 + t, _mm512_mask_blend_pd(c0, _mm512_mask_blend_pd(c1, lo1, lo2), main));
+    _mm512_storeu_pd(f1 + t, _mm512_mask_blend_pd(c1, _mm512_mask_blend_pd(c0, lo2, lo1), main));
+    _mm512_storeu_pd(f2 + t, _mm512_mask_blend_pd(c2, _mm512_mask_blend_pd(c1, lo2, lo1), main));
+  }
+  features_scalar(f0 + t, f1 + t, f2 + t, n - t);
+}
+#pragma GCC diagnostic pop
+#endif
+
+// The three steps of chunk(), one set per instruction set.
+struct Impl {
+  void (*hashes)(std::uint64_t, std::uint64_t, std::uint64_t*);
+  void (*stage)(const std::uint64_t*, const std::uint64_t*, std::uint64_t, double*, double*);
+  void (*features)(double*, double*, double*, std::uint64_t);
+};
+constexpr Impl kScalar{&hashes_scalar, &stage_scalar, &features_scalar};
+#if defined(__GNUC__) && defined(__x86_64__)
+constexpr Impl kAvx512{&hashes_avx512, &stage_avx512, &features_avx512};
+#endif
 
 constexpr std::string_view kVocab[3][8] = {
     {"정지결정", "보류결정", "차단작업", "재가동승인", "stop_decision", "hold_decision", "shutdown_order", "restart_approval"},
@@ -60,6 +192,15 @@ class OpsReports final : public ScenarioGenerator {
     for (std::size_t wi = 0; wi < 24; ++wi)
       for (std::size_t j = 0; j < d_model_; ++j)
         vocab_embedding_[wi * d_model_ + j] = unit(mix(key_ ^ (0x5bd1e995ULL * (wi + 1)) ^ mix(j + 1)));
+#if defined(__GNUC__) && defined(__x86_64__)
+    __builtin_cpu_init();
+    // HEADSEP_SIMD (as for the engine's kernels) caps the level, so tests can hold every path to
+    // the same bits: scalar/sse2/avx2 -> the plain loop, otherwise AVX-512 (F + DQ) where present.
+    const char* cap = std::getenv("HEADSEP_SIMD");
+    const std::string level = cap ? cap : "";
+    const bool low = level == "scalar" || level == "sse2" || level == "avx2";
+    if (!low && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) impl_ = kAvx512;
+#endif
   }
 
   SchemaInfo schema() const override {
@@ -71,44 +212,48 @@ class OpsReports final : public ScenarioGenerator {
     return s;
   }
 
-  // Concurrent for distinct indices: reads only immutable members.
+  // Concurrent for distinct indices: reads only immutable members (and thread-local scratch).
   bool chunk(std::uint64_t index, std::uint64_t max_reports, ChunkWriter& out) override {
     if (max_reports == 0 || index >= (reports_ + max_reports - 1) / max_reports) return false;
     const std::uint64_t first = index * max_reports;
     const std::uint64_t n = std::min(max_reports, reports_ - first);
+    // Each report's hash once (it sets the length and seeds every token).
+    thread_local std::vector<std::uint64_t> hashes;
+    hashes.resize(n);
+    impl_.hashes(key_ + (first + 1) * kGolden, n, hashes.data());
     auto off = out.token_offsets(n);
     off[0] = 0;
-    for (std::uint64_t r = 0; r < n; ++r) off[r + 1] = off[r] + length(report_hash(first + r));
+    for (std::uint64_t r = 0; r < n; ++r) off[r + 1] = off[r] + length(hashes[r]);
     const std::uint64_t n_tokens = off[n];
     double* f[3] = {out.feature(0, n_tokens).data(), out.feature(1, n_tokens).data(), out.feature(2, n_tokens).data()};
-    float* emb = d_model_ ? out.embeddings(n_tokens, d_model_).data() : nullptr;
-    std::string id;
-    for (std::uint64_t r = 0; r < n; ++r) {
-      const std::uint64_t h = report_hash(first + r);
-      const std::uint32_t rot = pick16(h >> 16, 3);
-      const std::uint64_t t0 = off[r], len = off[r + 1] - t0;
-      for (std::uint64_t i = 0; i < len; ++i) {
-        const std::uint64_t b = mix(h + (i + 1) * 0xd1b54a32d192ed03ULL);
-        // The first three tokens cover decision, evidence and condition (rotated), like the seed.
-        const std::uint32_t c = i < 3 ? static_cast<std::uint32_t>((i + rot) % 3) : pick16(b, 3);
-        const std::uint64_t t = t0 + i;
-        const double main = kTenths[8 + pick16(b >> 16, 11)];                       // 0.8 .. 1.8
-        const double lo1 = kTenths[pick16(b >> 32, 7)], lo2 = kTenths[pick16(b >> 48, 7)];  // 0.0 .. 0.6
-        f[c][t] = main;
-        f[(c + 1) % 3][t] = lo1;
-        f[(c + 2) % 3][t] = lo2;
-        if (names_) out.token_name(kVocab[c][(b >> 8) & 7]);
-        if (emb) {
-          // The word's embedding plus per-token noise (from (seed, report, token, dimension)).
-          const float* e = &vocab_embedding_[(c * 8 + ((b >> 8) & 7)) * d_model_];
-          float* x = emb + t * d_model_;
-          const float k = static_cast<float>(noise_);
-          for (std::uint32_t j = 0; j < d_model_; ++j) x[j] = e[j] + k * unit(mix(b + (j + 1) * kGolden));
+    // Each token's mix input and column code are staged in columns 0 and 1 (as bits), then turned
+    // into the three feature values in place: that step has no per-report structure left, so it
+    // runs 8 tokens per AVX-512 vector.
+    impl_.stage(hashes.data(), off.data(), n, f[0], f[1]);
+    impl_.features(f[0], f[1], f[2], n_tokens);
+    if (names_ || d_model_) {
+      float* emb = d_model_ ? out.embeddings(n_tokens, d_model_).data() : nullptr;
+      std::string id;
+      for (std::uint64_t r = 0; r < n; ++r) {
+        const std::uint64_t h = hashes[r];
+        const std::uint32_t rot = pick16(h >> 16, 3);
+        const std::uint64_t t0 = off[r], len = off[r + 1] - t0;
+        for (std::uint64_t i = 0; i < len; ++i) {
+          const std::uint64_t b = mix(h + (i + 1) * kStep);
+          const std::uint32_t c = i < 3 ? static_cast<std::uint32_t>((i + rot) % 3) : pick16(b, 3);
+          if (names_) out.token_name(kVocab[c][(b >> 8) & 7]);
+          if (emb) {
+            // The word's embedding plus per-token noise (from (seed, report, token, dimension)).
+            const float* e = &vocab_embedding_[(c * 8 + ((b >> 8) & 7)) * d_model_];
+            float* xe = emb + (t0 + i) * d_model_;
+            const float k = static_cast<float>(noise_);
+            for (std::uint32_t j = 0; j < d_model_; ++j) xe[j] = e[j] + k * unit(mix(b + (j + 1) * kGolden));
+          }
         }
-      }
-      if (names_) {
-        id = "ops-" + std::to_string(first + r);
-        out.report_id(id);
+        if (names_) {
+          id = "ops-" + std::to_string(first + r);
+          out.report_id(id);
+        }
       }
     }
     return true;
@@ -130,6 +275,7 @@ class OpsReports final : public ScenarioGenerator {
   double noise_ = 0.1;
   std::vector<float> vocab_embedding_;  // [word][d_model]
   bool names_ = false;
+  Impl impl_ = kScalar;
 };
 
 constexpr headsep_param_spec kParams[] = {
