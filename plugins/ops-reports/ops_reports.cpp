@@ -41,9 +41,11 @@ constexpr std::array<double, 19> kTenths = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0
 
 constexpr std::uint64_t kStep = 0xd1b54a32d192ed03ULL;  // token i of a report mixes h + (i + 1) * kStep
 
-// Stage 2 of chunk(): x[t] holds token t's mix input, code[t] its column (0..2) or 3 (drawn from
-// the mix); writes main (0.8..1.8) to that column and two low values (0.0..0.6) to the next two.
-// In place: x and code alias feature columns 0 and 1.
+// chunk() in steps: (0) each report's hash; (1, AVX-512 path) per token its mix input x and its
+// column code (0..2 for the first three tokens, which cover decision, evidence and condition
+// rotated; 3 = drawn from the mix), staged as bits in feature columns 0 and 1; (2) from those, in
+// place, main (0.8..1.8) in the token's column and two low values (0.0..0.6) in the next two.
+// The plain path does (1) and (2) per token (tokens_scalar).
 inline void token_features(std::uint64_t x, std::uint64_t code, double& f0, double& f1, double& f2) noexcept {
   const std::uint64_t b = mix(x);
   const std::uint32_t c = code < 3 ? static_cast<std::uint32_t>(code) : pick16(b, 3);
@@ -55,27 +57,34 @@ inline void token_features(std::uint64_t x, std::uint64_t code, double& f0, doub
   f2 = c == 2 ? main : c == 1 ? lo1 : lo2;
 }
 
-// Stage 0: hash[r] = mix(start + r * kGolden), the hash of each report of a chunk.
+// Step (0): hash[r] = mix(start + r * kGolden), the hash of each report of a chunk.
 void hashes_scalar(std::uint64_t start, std::uint64_t n, std::uint64_t* hash) {
   for (std::uint64_t r = 0; r < n; ++r) hash[r] = mix(start + r * kGolden);
 }
 
-// Stage 1: per token of report r (tokens off[r] .. off[r + 1]), its mix input in x and its
-// column code (the first three tokens cover decision, evidence and condition, rotated; later
-// ones draw it) in code, as bits.
-void stage_scalar(const std::uint64_t* hash, const std::uint64_t* off, std::uint64_t n, double* x, double* code) {
-  for (std::uint64_t r = 0; r < n; ++r) {
-    const std::uint64_t h = hash[r], rot = pick16(h >> 16, 3);
-    for (std::uint64_t t = off[r], i = 0; t < off[r + 1]; ++t, ++i) {
-      x[t] = std::bit_cast<double>(h + (i + 1) * kStep);
-      code[t] = std::bit_cast<double>(i < 3 ? (i + rot) % 3 : std::uint64_t(3));
-    }
-  }
-}
-
+// Step (2) over n staged tokens (the AVX-512 path's tail).
 void features_scalar(double* f0, double* f1, double* f2, std::uint64_t n) {
   for (std::uint64_t t = 0; t < n; ++t)
     token_features(std::bit_cast<std::uint64_t>(f0[t]), std::bit_cast<std::uint64_t>(f1[t]), f0[t], f1[t], f2[t]);
+}
+
+// Steps (1) and (2) in one pass per token, for the plain path (no staging round trip).
+void tokens_scalar(const std::uint64_t* hash, const std::uint64_t* off, std::uint64_t n, double* f0, double* f1, double* f2) {
+  static constexpr std::uint8_t kFirst[3][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}};  // (i + rot) % 3
+  static constexpr std::uint8_t kNext[3][2] = {{1, 2}, {2, 0}, {0, 1}};  // (c + 1) % 3, (c + 2) % 3
+  double* f[3] = {f0, f1, f2};
+  for (std::uint64_t r = 0; r < n; ++r) {
+    const std::uint64_t h = hash[r];
+    const std::uint8_t* first = kFirst[pick16(h >> 16, 3)];
+    for (std::uint64_t t = off[r], i = 0; t < off[r + 1]; ++t, ++i) {
+      const std::uint64_t b = mix(h + (i + 1) * kStep);
+      const std::uint32_t c = i < 3 ? first[i] : pick16(b, 3);
+      // Stores through the column index: a data-dependent select here would be a branch.
+      f[c][t] = kTenths[8 + pick16(b >> 16, 11)];
+      f[kNext[c][0]][t] = kTenths[pick16(b >> 32, 7)];
+      f[kNext[c][1]][t] = kTenths[pick16(b >> 48, 7)];
+    }
+  }
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -99,7 +108,7 @@ void features_scalar(double* f0, double* f1, double* f2, std::uint64_t n) {
   hashes_scalar(start + r * kGolden, n - r, hash + r);
 }
 
-// One report's tokens 8 at a time with masked stores (no branch on the length below 9 tokens).
+// Step (1): one report's tokens 8 at a time with masked stores (no branch on the length below 9 tokens).
 [[gnu::target("avx512f,avx512dq")]] void stage_avx512(const std::uint64_t* hash, const std::uint64_t* off, std::uint64_t n, double* x,
                                                       double* code) {
   const __m512i steps = _mm512_mullo_epi64(_mm512_setr_epi64(1, 2, 3, 4, 5, 6, 7, 8), _mm512_set1_epi64(static_cast<long long>(kStep)));
@@ -149,17 +158,21 @@ void features_scalar(double* f0, double* f1, double* f2, std::uint64_t n) {
   features_scalar(f0 + t, f1 + t, f2 + t, n - t);
 }
 #pragma GCC diagnostic pop
+
+void tokens_avx512(const std::uint64_t* hash, const std::uint64_t* off, std::uint64_t n, double* f0, double* f1, double* f2) {
+  stage_avx512(hash, off, n, f0, f1);
+  features_avx512(f0, f1, f2, off[n]);
+}
 #endif
 
 // The three steps of chunk(), one set per instruction set.
 struct Impl {
   void (*hashes)(std::uint64_t, std::uint64_t, std::uint64_t*);
-  void (*stage)(const std::uint64_t*, const std::uint64_t*, std::uint64_t, double*, double*);
-  void (*features)(double*, double*, double*, std::uint64_t);
+  void (*tokens)(const std::uint64_t*, const std::uint64_t*, std::uint64_t, double*, double*, double*);
 };
-constexpr Impl kScalar{&hashes_scalar, &stage_scalar, &features_scalar};
+constexpr Impl kScalar{&hashes_scalar, &tokens_scalar};
 #if defined(__GNUC__) && defined(__x86_64__)
-constexpr Impl kAvx512{&hashes_avx512, &stage_avx512, &features_avx512};
+constexpr Impl kAvx512{&hashes_avx512, &tokens_avx512};
 #endif
 
 constexpr std::string_view kVocab[3][8] = {
@@ -226,11 +239,10 @@ class OpsReports final : public ScenarioGenerator {
     for (std::uint64_t r = 0; r < n; ++r) off[r + 1] = off[r] + length(hashes[r]);
     const std::uint64_t n_tokens = off[n];
     double* f[3] = {out.feature(0, n_tokens).data(), out.feature(1, n_tokens).data(), out.feature(2, n_tokens).data()};
-    // Each token's mix input and column code are staged in columns 0 and 1 (as bits), then turned
-    // into the three feature values in place: that step has no per-report structure left, so it
-    // runs 8 tokens per AVX-512 vector.
-    impl_.stage(hashes.data(), off.data(), n, f[0], f[1]);
-    impl_.features(f[0], f[1], f[2], n_tokens);
+    // The AVX-512 path stages each token's mix input and column code in columns 0 and 1 (as
+    // bits), then turns them into the three feature values in place: that step has no per-report
+    // structure left, so it runs 8 tokens per vector. The plain path does both per token.
+    impl_.tokens(hashes.data(), off.data(), n, f[0], f[1], f[2]);
     if (names_ || d_model_) {
       float* emb = d_model_ ? out.embeddings(n_tokens, d_model_).data() : nullptr;
       std::string id;
