@@ -272,6 +272,11 @@ void decode(Reader& r, Script& s) {
 
   // Required function fields NULL now and then: a byte >= 0xf0, then a mask (set_input applies it).
   s.null_functions = r.u8() >= 0xf0 ? r.u32() : 0;
+
+  // ABI 1.2/1.3 weighting promises (read by the host only when struct_size reaches `flags`),
+  // unknown bits included. Decoded last, so inputs saved before it existed decode as before.
+  s.info.flags = r.pick({0u, HEADSEP_WEIGHTING_SHARED_BASELINE, HEADSEP_WEIGHTING_ALL_SLOTS,
+                         HEADSEP_WEIGHTING_SHARED_BASELINE | HEADSEP_WEIGHTING_ALL_SLOTS, 0x80000000u});
 }
 
 // ---- the plugin's functions ---------------------------------------------------------------
@@ -593,16 +598,27 @@ headsep_status fp_weights(const void*, const headsep_batch_view* b, std::uint32_
   }
   if (b->token_offset[0] != 0 || b->token_offset[b->n_reports] != b->n_tokens) violation("weights(): offsets do not match n_tokens");
   if (b->n_features && !b->features) violation("weights(): NULL feature columns");
-  (void)slot;
+  const bool has_flags = g.info.struct_size >= offsetof(headsep_weighting_info, flags) + sizeof(g.info.flags);
+  const std::uint32_t flags = has_flags ? g.info.flags : 0u;
+  const bool all = slot == HEADSEP_SLOT_ALL, shared = flags & HEADSEP_WEIGHTING_SHARED_BASELINE;
+  if (all && !(flags & HEADSEP_WEIGHTING_ALL_SLOTS)) violation("weights(): every slot asked of a scheme that did not declare it");
   if (g.weights_status != HEADSEP_OK) return fail(g.weights_status, "weights");
+  const std::uint64_t n_slots = !all ? 1 : g.info.n_scenarios ? g.info.n_scenarios : std::max<std::uint32_t>(1, b->n_scenarios);
+  const std::uint64_t per_slot = std::uint64_t(g.info.heads) + 1;
   const bool per_query = b->struct_size >= offsetof(headsep_batch_view, query_offset) + sizeof(void*) && b->query_offset;
-  for (std::uint32_t h = 0; h <= g.info.heads; ++h)
+  for (std::uint64_t i = 0; i < n_slots * per_slot; ++i) {
+    const std::uint64_t h = i % per_slot, sl = all ? i / per_slot : slot;
+    // NULL exactly where the shared baseline says (row 0 of a later slot).
+    const bool may_be_null = shared && h == 0 && sl > 0;
+    if (!rows[i] && !may_be_null) violation("weights(): a NULL row the flags do not allow");
+    if (!rows[i]) continue;
     for (std::uint64_t r = 0; r < b->n_reports; ++r) {
       const std::uint64_t n = b->token_offset[r + 1] - b->token_offset[r];
       const std::uint64_t at = per_query ? b->query_offset[r] : b->token_offset[r];
       const std::uint64_t len = per_query ? n * n : n;
-      for (std::uint64_t k = 0; k < len; ++k) rows[h][at + k] = g.weight_values % 4 == 1 ? -1.0 : 1.0 / double(n);
+      for (std::uint64_t k = 0; k < len; ++k) rows[i][at + k] = g.weight_values % 4 == 1 ? -1.0 : 1.0 / double(n);
     }
+  }
   return HEADSEP_OK;
 }
 
