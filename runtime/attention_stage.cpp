@@ -23,6 +23,11 @@
 namespace headsep {
 namespace {
 
+// ThreadSanitizer (tsan_order.hpp): released by a batch's thread before it splits the batch into
+// parts, acquired first thing by each part, before the part reads the lambda's captures (a
+// namespace-scope token needs none). Address only.
+const char parts_handoff = 0;
+
 // A batch of heavy reports is split into parts that run as nested oneTBB tasks: with one task per
 // batch, the last batches of a run (and any batch the pipeline's in-flight bound leaves alone)
 // kept one thread busy while the other idled — at 256 x 256 x 256 x 8 and 16 reports a batch,
@@ -280,9 +285,9 @@ void attention_slot(const ReportBatch& b, const Weighting& weighting, std::uint3
     } else {
       // Part i: reports [cuts[i], cuts[i+1]) with scratch parts[i], writing only their columns.
       if (s.parts.size() < parts) s.parts.resize(parts);
-      tsan::release(&s.cuts);  // the batch, cuts and scratch as this thread left them (TSan builds)
-      oneapi::tbb::parallel_for(std::size_t(0), parts, [&](std::size_t i) {
-        tsan::acquire(&s.cuts);
+      // The body exists before the release, so its captures are part of what the parts acquire.
+      const auto part = [&](std::size_t i) {
+        tsan::acquire(&parts_handoff);  // first: reading the captures (s, out, ...) comes after it
         const tsan::ReleaseOnExit done{&s.parts};
         const std::size_t r0 = s.cuts[i];
         AttentionOut o = out;
@@ -291,7 +296,11 @@ void attention_slot(const ReportBatch& b, const Weighting& weighting, std::uint3
         o.pair_stats = out.pair_stats ? out.pair_stats + r0 : nullptr;
         plan->run(x, b.token_offset.data() + r0, s.cuts[i + 1] - r0, static_cast<std::uint32_t>(C), s.axis.data(),
                   level, o, s.parts[i], opt.max_report_bytes);
-      });
+      };
+      tsan::release(&parts_handoff);  // the batch, cuts, scratch and body as this thread left them (TSan builds)
+      // simple_partitioner: a handful of equal parts needs no adaptive splitting, and the auto
+      // partitioner's steal check reads state libtbb (not built for ThreadSanitizer) hands over.
+      oneapi::tbb::parallel_for(std::size_t(0), parts, part, oneapi::tbb::simple_partitioner());
       tsan::acquire(&s.parts);
     }
   } else {
