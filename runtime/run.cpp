@@ -129,6 +129,26 @@ std::uint32_t uniform_length(const ReportBatch& batch) {
   return uniform ? static_cast<std::uint32_t>(len) : 0;
 }
 
+// The fields every metric kernel call over `batch` shares; axis_ptr (64 entries, the caller's) gets
+// the axis rows.
+template <class T>
+KernelArgs<T> batch_args(const ReportBatch& batch, const std::vector<std::vector<T>>& axis, const T** axis_ptr,
+                         std::uint32_t heads, const T* const* weight, bool& nonfinite) {
+  if (axis.size() > 64) throw Error("at most 64 context axes are supported");
+  for (std::size_t c = 0; c < axis.size(); ++c) axis_ptr[c] = axis[c].data();
+  KernelArgs<T> a;
+  a.n_reports = batch.n_reports();
+  a.token_offset = batch.token_offset.data();
+  a.axes = static_cast<std::uint32_t>(axis.size());
+  a.heads = heads;
+  a.axis = axis_ptr;
+  a.weight = weight;
+  a.stride = a.n_reports;
+  a.uniform_length = uniform_length(batch);
+  a.nonfinite = &nonfinite;
+  return a;
+}
+
 // `baseline`: an earlier slot of this batch whose baseline contexts this slot shares (f64 only:
 // the f32 kernels recompute them), else nullptr. Sets `nonfinite` when some context or
 // separation is not finite (KernelArgs::nonfinite; check_results then names the report).
@@ -141,8 +161,6 @@ void compute_slot(Work& w, const std::vector<std::vector<T>>& axis, SimdLevel le
   out.resize(wb.heads, static_cast<std::uint32_t>(axis.size()), n);
   const T* axis_ptr[64];
   std::vector<const T*> weight_ptr;
-  if (axis.size() > 64) throw Error("at most 64 context axes are supported");
-  for (std::size_t c = 0; c < axis.size(); ++c) axis_ptr[c] = axis[c].data();
   if constexpr (std::is_same_v<T, double>) {
     for (const auto& r : wb.rows) weight_ptr.push_back(r.data());
   } else {
@@ -152,16 +170,7 @@ void compute_slot(Work& w, const std::vector<std::vector<T>>& axis, SimdLevel le
       weight_ptr.push_back(w.w32[h].data());
     }
   }
-  KernelArgs<T> a;
-  a.n_reports = n;
-  a.token_offset = batch.token_offset.data();
-  a.axes = static_cast<std::uint32_t>(axis.size());
-  a.heads = wb.heads;
-  a.axis = axis_ptr;
-  a.weight = weight_ptr.data();
-  a.stride = n;
-  a.uniform_length = uniform_length(batch);
-  a.nonfinite = &nonfinite;
+  KernelArgs<T> a = batch_args(batch, axis, axis_ptr, wb.heads, weight_ptr.data(), nonfinite);
   if constexpr (std::is_same_v<T, double>) {
     if (baseline) {  // context rows h = 0 come first: axes x n values
       std::copy(baseline->context.begin(), baseline->context.begin() + std::ptrdiff_t(axis.size() * n), out.context.begin());
@@ -192,9 +201,7 @@ void compute_all_slots(Work& w, const std::vector<std::vector<double>>& axis, Si
   const ReportBatch& batch = w.batch;
   const std::size_t n = batch.n_reports();
   const WeightBlock& wb = w.weights;
-  if (axis.size() > 64) throw Error("at most 64 context axes are supported");
   const double* axis_ptr[64];
-  for (std::size_t c = 0; c < axis.size(); ++c) axis_ptr[c] = axis[c].data();
   std::vector<const double*> weight_ptr;
   weight_ptr.reserve(wb.rows.size());
   for (const auto& r : wb.rows) weight_ptr.push_back(r.empty() ? wb.rows[0].data() : r.data());  // (a shared baseline row: not read)
@@ -203,15 +210,7 @@ void compute_all_slots(Work& w, const std::vector<std::vector<double>>& axis, Si
     out[s].resize(wb.heads, static_cast<std::uint32_t>(axis.size()), n);
     if (s) more.push_back({out[s].context.data(), out[s].difference.data(), out[s].pairwise.data(), out[s].separation.data()});
   }
-  KernelArgs<double> a;
-  a.n_reports = n;
-  a.token_offset = batch.token_offset.data();
-  a.axes = static_cast<std::uint32_t>(axis.size());
-  a.heads = wb.heads;
-  a.axis = axis_ptr;
-  a.weight = weight_ptr.data();
-  a.stride = n;
-  a.uniform_length = uniform_length(batch);
+  KernelArgs<double> a = batch_args(batch, axis, axis_ptr, wb.heads, weight_ptr.data(), nonfinite);
   a.context = out[0].context.data();
   a.difference = out[0].difference.data();
   a.pairwise = out[0].pairwise.data();
@@ -219,7 +218,6 @@ void compute_all_slots(Work& w, const std::vector<std::vector<double>>& axis, Si
   a.slots = wb.slots;
   a.more = more.data();
   a.shared_baseline = shared_baseline;
-  a.nonfinite = &nonfinite;
   compute_metrics(a, level);
 }
 
