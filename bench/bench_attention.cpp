@@ -9,8 +9,8 @@
 //         project/<shape>/<level>             the projections only, our panel kernel, one group
 //         gemm/<shape>                        the projections only, one OpenBLAS sgemm, same group
 //                                             (group: the rows run() projects at once)
-// Counters: items_per_second = reports/s; GFLOPS = 2·n·d_model·width (projections) +
-//   2·n²·Σd_k (scores) + 2·n²·Σd_v (A·V) per report, heads 0..H; pct_peak = GFLOPS over
+// Counters: items_per_second = reports/s; GFLOPS = the work done, 2·n·d_model·width (projections)
+//   + 2·n²·Σd_k (scores, heads 0..H) + 2·n²·Σd_v (A·V, heads 1..H) per report; pct_peak = GFLOPS over
 //   measure_fp32_peak_gflops() x threads (the peak is one core's, at the best level).
 // A shape's data is built once; the big shape's X is 64 MiB (cf. HEADSEP_BENCH_REPORTS to scale B).
 #include <benchmark/benchmark.h>
@@ -42,10 +42,13 @@ struct Shape {
            std::to_string(heads);
   }
   std::size_t dk() const { return d_model / heads; }
-  std::size_t width() const { return 3 * (d_model + heads * dk()); }
+  /// Columns the projections compute (AttentionPlan::proj_width).
+  std::size_t width() const { return d_model + 3 * heads * dk(); }
+  /// The work done (AttentionPlan::report_flops): projections, scores of heads 0..H (the baseline
+  /// d_model wide, its Q0' against X), A·V of heads 1..H.
   double flops_per_report() const {
-    const double sum_d = double(d_model + heads * dk());  // Σ d_k = Σ d_v over heads 0..H
-    return 2.0 * double(n) * double(d_model) * double(width()) + 4.0 * double(n) * double(n) * sum_d;
+    return 2.0 * double(n) * double(d_model) * double(width()) +
+           2.0 * double(n) * double(n) * double(d_model + 2 * heads * dk());
   }
 };
 
@@ -132,52 +135,34 @@ void run(benchmark::State& st, Shape s, SimdLevel level, int threads, bool blas)
   set_counters(st, s, s.reports, threads);
 }
 
-/// The projections of the first group's reports, in the plan's packed layout (what run() builds).
+/// The projections of the first group's reports, as run() builds them (the plan's layout).
 struct Projected {
   std::size_t reports = 0;
   std::vector<float> qkv;
-  std::vector<std::uint32_t> cols;  // q_col, k_col, v_col, dk, dv per head
-  std::size_t ld = 0;
 };
 
-Projected project(const Data& d) {
+Projected project(const Data& d, SimdLevel level) {
   const Shape& s = d.s;
   Projected p;
   p.reports = std::max<std::size_t>(1, kChunkTokens / s.n);
-  const std::size_t T = p.reports * s.n, w = s.width(), H = s.heads, dk = s.dk(), qw = s.d_model + H * dk;
-  p.ld = w;
-  p.qkv.resize(T * w + 64);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(T), static_cast<int>(w),
-              static_cast<int>(s.d_model), 1.0f, d.x.data(), static_cast<int>(s.d_model), d.plan->proj().data(),
-              static_cast<int>(w), 0.0f, p.qkv.data(), static_cast<int>(w));
-  p.cols.resize(5 * (H + 1));
-  for (std::size_t h = 0; h <= H; ++h) {
-    const std::size_t o = h ? s.d_model + (h - 1) * dk : 0;
-    p.cols[h] = static_cast<std::uint32_t>(o);
-    p.cols[(H + 1) + h] = static_cast<std::uint32_t>(qw + o);
-    p.cols[2 * (H + 1) + h] = static_cast<std::uint32_t>(2 * qw + o);
-    p.cols[3 * (H + 1) + h] = p.cols[4 * (H + 1) + h] = static_cast<std::uint32_t>(h ? dk : s.d_model);
-  }
+  AttentionScratch scratch;
+  d.plan->project(d.x.data(), p.reports * s.n, level, scratch);
+  p.qkv = std::move(scratch.qkv);
   return p;
 }
 
 void kernel_only(benchmark::State& st, Shape s, SimdLevel level) {
   Data& d = data_for(s);
-  const Projected p = project(d);
-  const std::size_t H1 = s.heads + 1;
+  const Projected p = project(d, level);
   AttentionScratch scratch;
-  AttentionReport in;
-  in.heads = static_cast<std::uint32_t>(s.heads);
+  AttentionReport in = d.plan->report_view();
   in.n = static_cast<std::uint32_t>(s.n);
-  in.ld = p.ld;
-  in.q_col = p.cols.data(), in.k_col = p.cols.data() + H1, in.v_col = p.cols.data() + 2 * H1;
-  in.dk = p.cols.data() + 3 * H1, in.dv = p.cols.data() + 4 * H1;
   in.axes = kAxes;
   const float* ax[kAxes];
   in.axis = ax;
   for (auto _ : st) {
     for (std::size_t r = 0; r < p.reports; ++r) {
-      in.qkv = p.qkv.data() + r * s.n * p.ld;
+      in.qkv = p.qkv.data() + r * s.n * in.ld;
       for (std::uint32_t c = 0; c < kAxes; ++c) ax[c] = d.axp[c] + r * s.n;
       AttentionReportOut out;
       out.context = d.ctx.data() + r, out.head_stats = d.hs.data() + r, out.pair_stats = d.ps.data() + r;
@@ -187,9 +172,10 @@ void kernel_only(benchmark::State& st, Shape s, SimdLevel level) {
     benchmark::ClobberMemory();
   }
   set_counters(st, s, p.reports, 1);
-  // FLOPs of the kernel alone (no projections), for its own efficiency.
-  const double kflops = double(st.iterations()) * double(p.reports) * 4.0 * double(s.n) * double(s.n) *
-                        double(s.d_model + s.heads * s.dk());
+  // FLOPs of the kernel alone (no projections), for its own efficiency: scores 2 n² d_k per head
+  // (the baseline's d_model wide), A·V 2 n² d_v per head 1..H (the baseline has no values).
+  const double kflops = double(st.iterations()) * double(p.reports) * 2.0 * double(s.n) * double(s.n) *
+                        double(s.d_model + 2 * s.heads * s.dk());
   st.counters["kernel_GFLOPS"] = benchmark::Counter(kflops * 1e-9, benchmark::Counter::kIsRate);
 }
 

@@ -113,6 +113,8 @@ struct AttentionOut {
 };
 
 /// Per-thread working memory (projections of a group of reports, one query tile of A).
+struct AttentionReport;
+
 struct AttentionScratch {
   std::vector<float> qkv, tile, acc;
   std::vector<double> sums;  ///< the kernel's f64 per-head sums
@@ -142,17 +144,25 @@ class AttentionPlan {
            const float* const* axis, SimdLevel level, const AttentionOut& out, AttentionScratch& scratch,
            std::size_t max_report_bytes = std::size_t(1) << 30) const;
 
-  // Packed layout, for the kernels: proj is [d_model][width], columns
-  // [Q_0 | Q_1..Q_H | K_0 | K_1..K_H | V_0 | V_1..V_H] (0 = baseline, width d_model each part).
+  // Layout, for the kernels and their benchmarks: proj is [d_model][proj_width], columns
+  // [Q0' | Q_1..Q_H | K_1..K_H | V_1..V_H]; a projected row is those columns, then the baseline's
+  // keys (X itself, d_model wide), `width` in all, at a stride of `ld` floats. The baseline (head 0)
+  // has no values and its scores come from Q0' = X Wq0^T Wk0 + bq0^T Wk0 against X (attention.cpp).
   const std::vector<float>& proj() const noexcept { return proj_; }
   const std::vector<float>& proj_bias() const noexcept { return bias_; }
+  std::size_t proj_width() const noexcept { return proj_width_; }
   std::size_t width() const noexcept { return width_; }
+  std::size_t ld() const noexcept { return ld_; }
+  /// Projects `tokens` rows of X (consecutive reports) into scratch.qkv as run() does; returns it.
+  const float* project(const float* x, std::size_t tokens, SimdLevel level, AttentionScratch& scratch) const;
+  /// The kernel's view of a report of this plan (n, qkv, axes and axis left for the caller).
+  AttentionReport report_view() const noexcept;
 
  private:
   std::uint32_t d_model_ = 0, heads_ = 0, d_k_ = 0, d_v_ = 0;
   AttentionConfig config_;
   std::vector<float> proj_, bias_, w_o_t_, b_o_;
-  std::size_t width_ = 0;
+  std::size_t proj_width_ = 0, width_ = 0;
   std::size_t ld_ = 0;               ///< row stride of the projections in scratch (>= width_)
   std::vector<std::uint32_t> cols_;  ///< per head h = 0..H: q_col, k_col, v_col, dk, dv (5 rows of H+1)
   bool has_bias_ = false, has_out_bias_ = false;  ///< a projection bias / b_O is non-zero

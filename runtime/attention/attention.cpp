@@ -192,38 +192,60 @@ AttentionPlan::AttentionPlan(const AttentionWeights& w, AttentionConfig config)
   w.validate("attention weights");
   single_threaded_blas();
   const std::size_t dm = d_model_, H = heads_, dk = d_k_, dv = d_v_;
-  const std::size_t qw = dm + H * dk;  // width of the Q part (= the K part)
-  width_ = 2 * qw + dm + H * dv;
+  // Row layout: [Q0' | Q_1..Q_H | K_1..K_H | V_1..V_H] projected, then X itself as the
+  // baseline's keys (copied, not multiplied). The baseline is a full-width head (d_k = d_model),
+  // and only its attention map is read (pairs are among heads 1..H and the output projection
+  // concatenates heads 1..H), so it needs no values, and its scores fold into one product:
+  //   (X Wq^T + bq)(X Wk^T + bk)^T = X (Wq^T Wk) X^T + 1 (X Wk^T bq)^T + (terms constant per query row)
+  // and a softmax ignores a constant added to a row, so Q0' = X M + b' with M = Wq^T Wk and
+  // b' = bq^T Wk, against K0 = X, gives the same map: one d_model x d_model product per token
+  // instead of two (256 x 256 x 256 x 8: a third less work than Q0, K0, V0 and A0·V0).
+  const std::size_t hq = H * dk;
+  proj_width_ = dm + 2 * hq + H * dv;
+  width_ = proj_width_ + dm;
   // Row stride: whole 64-byte rows for wide matrices (aligned sgemm stores).
   ld_ = width_ >= 64 ? (width_ + 15) / 16 * 16 : width_;
 
   cols_.assign(5 * (H + 1), 0);
   for (std::size_t h = 0; h <= H; ++h) {
-    const std::size_t qo = h ? dm + (h - 1) * dk : 0, vo = h ? dm + (h - 1) * dv : 0;
-    cols_[h] = static_cast<std::uint32_t>(qo);
-    cols_[(H + 1) + h] = static_cast<std::uint32_t>(qw + qo);
-    cols_[2 * (H + 1) + h] = static_cast<std::uint32_t>(2 * qw + vo);
+    cols_[h] = static_cast<std::uint32_t>(h ? dm + (h - 1) * dk : 0);
+    cols_[(H + 1) + h] = static_cast<std::uint32_t>(h ? dm + hq + (h - 1) * dk : proj_width_);
+    cols_[2 * (H + 1) + h] = static_cast<std::uint32_t>(dm + 2 * hq + (h ? (h - 1) * dv : 0));
     cols_[3 * (H + 1) + h] = static_cast<std::uint32_t>(h ? dk : dm);
-    cols_[4 * (H + 1) + h] = static_cast<std::uint32_t>(h ? dv : dm);
+    cols_[4 * (H + 1) + h] = static_cast<std::uint32_t>(h ? dv : 0);
   }
 
   // proj_[i][col] = W[out = col's row][in = i]: nn.Linear's [out][in] transposed, input-major.
-  proj_.assign(dm * width_, 0.0f);
-  bias_.assign(width_, 0.0f);
+  proj_.assign(dm * proj_width_, 0.0f);
+  bias_.assign(proj_width_, 0.0f);
   auto put = [&](std::size_t col0, const std::vector<float>& wt, const std::vector<float>& b, std::size_t rows) {
     for (std::size_t o = 0; o < rows; ++o) {
-      for (std::size_t i = 0; i < dm; ++i) proj_[i * width_ + col0 + o] = wt[o * dm + i];
+      for (std::size_t i = 0; i < dm; ++i) proj_[i * proj_width_ + col0 + o] = wt[o * dm + i];
       if (!b.empty()) bias_[col0 + o] = b[o];
     }
   };
-  put(0, w.s_w_q, w.s_b_q, dm);
-  put(dm, w.w_q, w.b_q, H * dk);
-  put(qw, w.s_w_k, w.s_b_k, dm);
-  put(qw + dm, w.w_k, w.b_k, H * dk);
-  put(2 * qw, w.s_w_v, w.s_b_v, dm);
-  put(2 * qw + dm, w.w_v, w.b_v, H * dv);
+  {  // M[i][j] = Σ_o Wq[o][i] Wk[o][j] and b'[j] = Σ_o bq[o] Wk[o][j], in double, then rounded.
+    std::vector<double> m(dm * dm, 0.0), b(dm, 0.0);
+    for (std::size_t o = 0; o < dm; ++o) {
+      const float* wq = w.s_w_q.data() + o * dm;
+      const float* wk = w.s_w_k.data() + o * dm;
+      for (std::size_t i = 0; i < dm; ++i) {
+        const double a = wq[i];
+        double* mi = m.data() + i * dm;
+        for (std::size_t j = 0; j < dm; ++j) mi[j] += a * double(wk[j]);
+      }
+      if (!w.s_b_q.empty())
+        for (std::size_t j = 0; j < dm; ++j) b[j] += double(w.s_b_q[o]) * double(wk[j]);
+    }
+    for (std::size_t i = 0; i < dm; ++i)
+      for (std::size_t j = 0; j < dm; ++j) proj_[i * proj_width_ + j] = static_cast<float>(m[i * dm + j]);
+    for (std::size_t j = 0; j < dm; ++j) bias_[j] = static_cast<float>(b[j]);
+  }
+  put(dm, w.w_q, w.b_q, hq);
+  put(dm + hq, w.w_k, w.b_k, hq);
+  put(dm + 2 * hq, w.w_v, w.b_v, H * dv);
   has_bias_ = any_nonzero(bias_);
-  packed_ = kernels::pack_panels(proj_.data(), dm, width_, bias_.data());
+  packed_ = kernels::pack_panels(proj_.data(), dm, proj_width_, bias_.data());
 
   if (!w.w_o.empty()) {  // W_O [d_model][H*dv] -> input-major [H*dv][d_model]
     const std::size_t hv = H * dv;
@@ -257,7 +279,7 @@ AttentionReport report_view(const std::vector<std::uint32_t>& cols, std::uint32_
 }  // namespace
 
 std::size_t AttentionPlan::report_bytes(std::size_t n) const noexcept {
-  AttentionReport in = report_view(cols_, heads_, ld_, config_);
+  AttentionReport in = headsep::report_view(cols_, heads_, ld_, config_);
   in.n = static_cast<std::uint32_t>(n);
   in.axes = 0;
   std::size_t first = 0;
@@ -267,8 +289,8 @@ std::size_t AttentionPlan::report_bytes(std::size_t n) const noexcept {
   const std::size_t xpad = kRowBlock * d_model_ * sizeof(float);
   const std::size_t work = kernels::attention_work_floats(in, tq) * sizeof(float) +
                            kernels::attention_work_doubles(in) * sizeof(double);
-  // Output projection: the kernel's O rows (heads 0..H) and their concatenation (heads 1..H).
-  const std::size_t outp = w_o_t_.empty() ? 0 : nq * (d_model_ + 2 * std::size_t(heads_) * d_v_) * sizeof(float);
+  // Output projection: the kernel's O rows (heads 1..H) and their concatenation.
+  const std::size_t outp = w_o_t_.empty() ? 0 : nq * 2 * std::size_t(heads_) * d_v_ * sizeof(float);
   return qkv + std::max(xpad, outp) + work;
 }
 
@@ -304,11 +326,29 @@ void blas_rows(const float* x, std::size_t tokens, std::size_t dm, const std::ve
 }  // namespace
 
 double AttentionPlan::report_flops(std::size_t n) const noexcept {
-  // 2 n d_model width for Q|K|V of every head; scores and A·V, 2 n² (d_k + d_v) per head, are
-  // about 2 n² · 2/3 width (width = Σ over heads of 2 d_k + d_v); a single query: n instead of n².
+  // 2 n d_model proj_width for the projections; scores 2 nq n d_k per head (the baseline's d_model
+  // wide) and A·V 2 nq n d_v per head 1..H; a single query: nq = 1.
   const double nn = double(n), nq = config_.query == QueryMode::all ? nn : (n ? 1.0 : 0.0);
-  return 2.0 * nn * double(d_model_) * double(width_) + 2.0 * nq * nn * double(width_) * 2.0 / 3.0;
+  const double hq = double(heads_) * d_k_, hv = double(heads_) * d_v_;
+  return 2.0 * nn * double(d_model_) * double(proj_width_) + 2.0 * nq * nn * (double(d_model_) + hq + hv);
 }
+
+const float* AttentionPlan::project(const float* x, std::size_t tokens, SimdLevel level,
+                                    AttentionScratch& scratch) const {
+  const std::size_t dm = d_model_, ld = ld_;
+  if (use_blas()) {
+    blas_rows(x, tokens, dm, proj_, bias_, has_bias_, proj_width_, ld, scratch);
+  } else {
+    if (scratch.qkv.size() < tokens * ld + kernels::kAttnMaxLanes) scratch.qkv.resize(tokens * ld + kernels::kAttnMaxLanes);
+    kernels::project_rows(level, x, dm, tokens, dm, packed_.get(), proj_width_, scratch.qkv.data(), ld);
+  }
+  float* qkv = scratch.qkv.data();
+  for (std::size_t t = 0; t < tokens; ++t)  // the baseline's keys: X itself
+    std::memcpy(qkv + t * ld + proj_width_, x + t * dm, dm * sizeof(float));
+  return qkv;
+}
+
+AttentionReport AttentionPlan::report_view() const noexcept { return headsep::report_view(cols_, heads_, ld_, config_); }
 
 void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::size_t n_reports, std::uint32_t axes,
                         const float* const* axis, SimdLevel level, const AttentionOut& out, AttentionScratch& scratch,
@@ -328,7 +368,7 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
     throw Error("attention: AttentionOut::output is set but the weights have no output projection (w_o)");
   if (project_out && !out.output_offset) throw Error("attention: AttentionOut::output needs output_offset");
 
-  AttentionReport in = report_view(cols_, heads_, ld, config_);
+  AttentionReport in = headsep::report_view(cols_, heads_, ld, config_);
   in.axes = axes;
   std::vector<const float*> ax(axes);
   in.axis = ax.data();
@@ -361,13 +401,7 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
     }
     const std::uint64_t t0 = token_offset[r0];
 
-    if (blas) {
-      blas_rows(x + t0 * dm, tokens, dm, proj_, bias_, has_bias_, width_, ld, scratch);
-    } else {
-      if (scratch.qkv.size() < tokens * ld + kernels::kAttnMaxLanes) scratch.qkv.resize(tokens * ld + kernels::kAttnMaxLanes);
-      kernels::project_rows(level, x + t0 * dm, dm, tokens, dm, packed_.get(), width_, scratch.qkv.data(), ld);
-    }
-    const float* qkv = scratch.qkv.data();
+    const float* qkv = project(x + t0 * dm, tokens, level, scratch);
 
     if (!project_out) {
       // The whole group in one call, so reports of a few tokens share the lane kernel.
@@ -409,7 +443,7 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
       const std::size_t nq = kernels::attention_query_rows(in, &first);
       float* head_out = nullptr;
       if (project_out && nq) {
-        const std::size_t need = nq * (dm + 2 * hv);  // O_0 (d_model wide) .. O_H, then the concat
+        const std::size_t need = nq * 2 * hv;  // O_1 .. O_H (the baseline has none), then the concat
         if (scratch.acc.size() < need) scratch.acc.resize(need);
         head_out = scratch.acc.data();
       }
@@ -417,8 +451,8 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
       attention_report(in, ro, level, scratch);
       if (!head_out) continue;
       // concat_h(O_h) for heads 1..H, [query][H*d_v], then one sgemm with W_O (input-major).
-      float* cat = head_out + nq * (dm + hv);
-      const float* o1 = head_out + nq * dm;  // block of head 1; head h's block follows, nq x d_v each
+      float* cat = head_out + nq * hv;
+      const float* o1 = head_out;  // block of head 1; head h's block follows, nq x d_v each
       for (std::size_t q = 0; q < nq; ++q)
         for (std::size_t h = 0; h < H; ++h)
           std::memcpy(cat + q * hv + h * d_v_, o1 + (h * nq + q) * d_v_, d_v_ * sizeof(float));

@@ -523,6 +523,7 @@ struct AK {
               for (std::size_t k = len; k < n; ++k) m[k] = 0.0f;
             }
           }
+          if (!dvp) continue;  // a head without values (AttentionPlan's baseline): its map only
           float* o = op + rb * dvp;
           av(R, a + rb * np, np, v, dvp, klen, o, dvp);
           for (std::size_t r = 0; r < R; ++r) onorm[h] += dot(o + r * dvp, o + r * dvp, dvp);
