@@ -243,7 +243,7 @@ BertModel BertModel::load(const std::filesystem::path& dir) {
     m.cols_[H1 + h] = c.hidden + off;
     m.cols_[2 * H1 + h] = 2 * c.hidden + off;
     m.cols_[3 * H1 + h] = h ? dh : c.hidden;
-    m.cols_[4 * H1 + h] = h ? dh : c.hidden;
+    m.cols_[4 * H1 + h] = h ? dh : 0;  // the baseline's map is measured, its output unused: no A·V
   }
   return m;
 }
@@ -360,7 +360,7 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
       in.n = static_cast<std::uint32_t>(n);
       in.qkv = s.qkv.data() + (b - t0) * 3 * D;
       for (std::uint32_t c = 0; c < axes; ++c) ax[c] = axis[c] + b;
-      s.heads_out.resize(n * (D + H * dh));
+      s.heads_out.resize(n * H * dh);
       AttentionReportOut ro;
       ro.context = o.context ? o.context + r : nullptr;
       ro.head_stats = o.head_stats + r;
@@ -369,8 +369,8 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
       ro.maps = o.maps ? o.maps + o.maps_offset[r] : nullptr;
       ro.head_out = s.heads_out.data();
       attention_report(in, ro, level, s.attention);
-      // concat_h(O_h), heads 1..H: block h (after the baseline's n x D) is n x dh.
-      const float* o1 = s.heads_out.data() + n * D;
+      // concat_h(O_h), heads 1..H: block h is n x dh (the baseline has none).
+      const float* o1 = s.heads_out.data();
       float* c = s.ctx.data() + (b - t0) * D;
       for (std::size_t q = 0; q < n; ++q)
         for (std::size_t h = 0; h < H; ++h) std::memcpy(c + q * D + h * dh, o1 + (h * n + q) * dh, dh * sizeof(float));
