@@ -363,24 +363,20 @@ ModelJob open_model_job(const RunArgs& a, bool report);
 prof::ScalingPoint model_scaling_point(const RunArgs& a, unsigned threads);
 
 /// headsep scaling: the same job at each thread count, profiled; the summary (and with
-/// --check all every metric bit) must be identical at every count.
-int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& json, const std::string& check) {
+/// --check all every metric bit) must be identical at every count and every repetition.
+/// --repeat R runs the counts R times, interleaved and in reverse order every other round (1,2 then
+/// 2,1 ...), and keeps each count's median run: a shared machine's speed drifts within seconds,
+/// and one run per count measures the drift as much as the code.
+int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& json, const std::string& check,
+                unsigned repeat) {
   if (check != "summary" && check != "all") throw UsageError("--check must be summary or all");
   if (!a.model.empty() && check == "all")
     throw UsageError("--model: scaling compares the per layer x head summaries (--check summary); --check all is for the engine's metrics");
+  if (repeat == 0) throw UsageError("--repeat must be at least 1");
   const auto list = prof::parse_thread_counts(counts, unsigned(std::max(1, oneapi::tbb::info::default_concurrency())));
   run_options(a);
-  std::vector<prof::ScalingPoint> points;
-  for (unsigned n : list) {
-    if (!a.model.empty()) {  // a BERT model's heads (run_model's pipeline, the same profiler)
-      prof::ScalingPoint p = model_scaling_point(a, n);
-      p.identical = points.empty() || p.summary_json == points[0].summary_json;
-      if (!a.quiet)
-        std::fprintf(stderr, "scaling: %u thread%s: %.3f s, %.4g reports/s%s\n", n, n == 1 ? "" : "s", p.wall_s,
-                     p.wall_s > 0 ? double(p.reports) / p.wall_s : 0.0, p.identical ? "" : "  OUTPUT DIFFERS");
-      points.push_back(std::move(p));
-      continue;
-    }
+  auto one = [&](unsigned n) {
+    if (!a.model.empty()) return model_scaling_point(a, n);  // a BERT model's heads (run_model's pipeline)
     RunArgs v = a;
     v.threads = n;
     Setup s = build_setup(v);
@@ -404,10 +400,36 @@ int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& 
     p.profile = profiler.result();
     p.profile_json = profiler.json();
     p.summary_json = summary.json();
-    p.identical = points.empty() || (p.summary_json == points[0].summary_json && p.metrics_hash == points[0].metrics_hash);
-    if (!a.quiet)
-      std::fprintf(stderr, "scaling: %u thread%s: %.3f s, %.4g groups/s%s\n", n, n == 1 ? "" : "s", st.seconds,
-                   st.seconds > 0 ? st.groups / st.seconds : 0.0, p.identical ? "" : "  OUTPUT DIFFERS");
+    return p;
+  };
+  std::vector<std::vector<prof::ScalingPoint>> runs(list.size());
+  for (auto& r : runs) r.reserve(repeat);  // `ref` points into one of them
+  const prof::ScalingPoint* ref = nullptr;  // the first run: every other must give its output
+  for (unsigned round = 0; round < repeat; ++round)
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const std::size_t i = round % 2 ? list.size() - 1 - k : k;
+      const unsigned n = list[i];
+      prof::ScalingPoint p = one(n);
+      p.identical = !ref || (p.summary_json == ref->summary_json && p.metrics_hash == ref->metrics_hash);
+      if (!a.quiet) {
+        const double rate = p.wall_s > 0 ? double(a.model.empty() ? p.groups : p.reports) / p.wall_s : 0.0;
+        std::fprintf(stderr, "scaling: %u thread%s: %.3f s, %.4g %s/s%s\n", n, n == 1 ? "" : "s", p.wall_s, rate,
+                     a.model.empty() ? "groups" : "reports", p.identical ? "" : "  OUTPUT DIFFERS");
+      }
+      runs[i].push_back(std::move(p));
+      if (!ref) ref = &runs[i].front();
+    }
+  std::vector<prof::ScalingPoint> points;
+  for (auto& r : runs) {
+    std::vector<double> walls;
+    bool identical = true;
+    for (const auto& p : r) walls.push_back(p.wall_s), identical = identical && p.identical;
+    std::vector<std::size_t> order(r.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return r[x].wall_s < r[y].wall_s; });
+    prof::ScalingPoint p = std::move(r[order[(order.size() - 1) / 2]]);  // the median run (the lower of two)
+    p.walls_s = std::move(walls);
+    p.identical = identical;
     points.push_back(std::move(p));
   }
   if (!json.empty()) {
@@ -738,9 +760,13 @@ int main(int argc, char** argv) {
 
   RunArgs ca;  // headsep scaling: the job's options, then the counts
   std::string scaling_counts, scaling_json, scaling_check = "summary";
+  unsigned scaling_repeat = 1;
   auto* scalingc = app.add_subcommand("scaling", "Run one job at several thread counts: speedup, efficiency, stages");
   scalingc->add_option("--counts", scaling_counts, "Thread counts, e.g. 1,2,4 (default 1, 2, 4, ... up to the cores)");
   scalingc->add_option("--json", scaling_json, "Write the table and every count's profile as JSON");
+  scalingc->add_option("--repeat", scaling_repeat,
+                       "Run the counts this many times, interleaved (order reversed every other round); each count's median run is shown")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   scalingc->add_option("--check", scaling_check,
                        "What must be identical at every count: summary (its JSON) or all (also every metric bit)")
       ->capture_default_str();
@@ -829,7 +855,7 @@ int main(int argc, char** argv) {
     if (*example) rc = lead ? example_cmd(ea) : 0;
     else if (*sweepc) rc = lead ? sweep_cmd(sa, sweep_vary, sweep_json) : 0;
     else if (*runc) rc = run_cmd(ra);
-    else if (*scalingc) rc = lead ? scaling_cmd(ca, scaling_counts, scaling_json, scaling_check) : 0;
+    else if (*scalingc) rc = lead ? scaling_cmd(ca, scaling_counts, scaling_json, scaling_check, scaling_repeat) : 0;
     else if (*pluginsc) rc = lead ? plugins_cmd(list_dirs, list_name) : 0;
     else if (*infoc) rc = lead ? info_cmd() : 0;
     // What went to standard output (rows, the table) must have arrived: a full disk there is an

@@ -1,6 +1,7 @@
 #include "profile/scaling.hpp"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -101,9 +102,11 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
         kinds.push_back(k);
         break;
       }
-  std::snprintf(line, sizeof line, "%7s %9s %12s %8s %10s %9s", "threads", "wall s", "groups/s", "speedup", "efficiency",
-                "identical");
+  const bool spread = !points.empty() && points[0].walls_s.size() > 1;
+  std::snprintf(line, sizeof line, "%7s %9s %12s %8s %10s %9s", "threads", spread ? "median s" : "wall s", "groups/s",
+                "speedup", "efficiency", "identical");
   out += line;
+  if (spread) out += "   min s   max s";
   for (const char* k : kinds) std::snprintf(line, sizeof line, " %9.9s", k), out += line;
   out += "   (busy thread-seconds per stage)\n";
   const double base = points.empty() ? 0 : points[0].wall_s * points[0].threads;
@@ -114,6 +117,12 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
     std::snprintf(line, sizeof line, "%7u %9.3f %12.4g %7.2fx %9.1f%% %9s", p.threads, p.wall_s,
                   p.wall_s > 0 ? p.groups / p.wall_s : 0.0, speedup, 100 * eff, p.identical ? "yes" : "NO");
     out += line;
+    if (spread) {
+      double lo = p.wall_s, hi = p.wall_s;
+      for (double w : p.walls_s) lo = std::min(lo, w), hi = std::max(hi, w);
+      std::snprintf(line, sizeof line, " %7.3f %7.3f", lo, hi);
+      out += line;
+    }
     auto m = by_kind(p.profile);
     for (const char* k : kinds) std::snprintf(line, sizeof line, " %9.3f", m.count(k) ? m[k] : 0.0), out += line;
     out += "\n";
@@ -145,6 +154,7 @@ std::string scaling_json(const std::vector<ScalingPoint>& points, const std::str
     e["speedup"] = speedup;
     e["efficiency"] = speedup * points[0].threads / p.threads;
     e["identical"] = p.identical;
+    if (!p.walls_s.empty()) e["walls_s"] = p.walls_s;  // every run (--repeat); wall_s is the median run's
     e["profile"] = ordered_json::parse(p.profile_json);
     arr.push_back(e);
   }

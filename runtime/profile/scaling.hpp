@@ -13,7 +13,8 @@ namespace headsep::prof {
 
 struct ScalingPoint {
   unsigned threads = 0;
-  double wall_s = 0;
+  double wall_s = 0;               ///< this run's (with --repeat, the median run's)
+  std::vector<double> walls_s;     ///< every run of this count, in run order (--repeat)
   std::uint64_t reports = 0, groups = 0;
   ProfileResult profile;
   std::string profile_json;

@@ -3,7 +3,9 @@
 // scaling` gives identical outputs at every thread count, and no output changes without --profile.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "headsep/plugin_host.hpp"
 #include "headsep/profile.hpp"
@@ -194,6 +196,34 @@ TEST_CASE("headsep scaling: the same output at every thread count", "[profile][c
   auto bad = run_cli("scaling -s ops-reports -w axis-focus --counts 1,zero");
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Contains("--counts: 'zero'"));
+}
+
+TEST_CASE("headsep scaling --repeat: counts interleaved, order reversed every other round, the median run kept",
+          "[profile][cli]") {
+  TempDir dir;
+  auto r = run_cli("scaling -s ops-reports -w axis-focus -p reports=20000 --chunk 1000 --counts 1,2 --repeat 3 --check all "
+                   "--json " + shell_quote(dir.file("scaling.json")));
+  REQUIRE(r.status == 0);
+  // Progress lines in run order: 1 2, then 2 1, then 1 2.
+  std::vector<unsigned> order;
+  std::istringstream err(r.err);
+  for (std::string line; std::getline(err, line);)
+    if (line.rfind("scaling: ", 0) == 0) order.push_back(unsigned(std::stoul(line.substr(9))));
+  CHECK(order == std::vector<unsigned>{1, 2, 2, 1, 1, 2});
+  CHECK_THAT(r.out, Contains("median s") && Contains("min s") && Contains("max s"));
+  auto j = nlohmann::json::parse(read_file(dir.file("scaling.json")));
+  CHECK(j["outputs_identical"] == true);
+  REQUIRE(j["counts"].size() == 2);
+  for (const auto& c : j["counts"]) {
+    REQUIRE(c["walls_s"].size() == 3);
+    std::vector<double> w = c["walls_s"].get<std::vector<double>>();
+    std::sort(w.begin(), w.end());
+    CHECK(c["wall_s"].get<double>() == w[1]);
+    CHECK(c["groups"] == 60000);
+  }
+  auto bad = run_cli("scaling -s ops-reports -w axis-focus --counts 1 --repeat 0");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Contains("--repeat"));
 }
 
 TEST_CASE("profile: --profile changes no output byte, and without it nothing is profiled", "[profile][cli]") {
