@@ -67,7 +67,9 @@ struct KernelArgs {
 
 /// Slot s of a multi-slot call as a call of its own (slots = 1). For s >= 1 with
 /// shared_baseline, its baseline context rows must first hold slot 0's (copy_baseline).
-template <class T>
+/// `Tag`: the SIMD kernels instantiate these with their architecture, so an object file compiled
+/// with AVX flags never provides the copy the baseline build links (one definition per flag set).
+template <class T, class Tag = void>
 KernelArgs<T> slot_args(const KernelArgs<T>& a, std::uint32_t s) noexcept {
   KernelArgs<T> o = a;
   o.slots = 1, o.more = nullptr, o.shared_baseline = false;
@@ -80,7 +82,7 @@ KernelArgs<T> slot_args(const KernelArgs<T>& a, std::uint32_t s) noexcept {
 }
 
 /// Copies slot 0's baseline contexts (rows h = 0) of reports [r0, r1) into `to`'s.
-template <class T>
+template <class T, class Tag = void>
 void copy_baseline(const KernelArgs<T>& from, const KernelArgs<T>& to, std::size_t r0, std::size_t r1) noexcept {
   for (std::size_t c = 0; c < from.axes; ++c)
     for (std::size_t r = r0; r < r1; ++r) to.context[c * to.stride + r] = from.context[c * from.stride + r];

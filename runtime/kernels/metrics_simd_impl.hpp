@@ -483,21 +483,11 @@ struct K {
   /// Slots computed natively in one pass (ragged_gather); more run one by one.
   static constexpr std::size_t kMaxSlots = 16;
 
-  // kernels.hpp's slot_args / copy_baseline as members: templates on A, so this object file's
-  // (AVX-compiled) copies never stand in for the baseline build's (see the top of this file).
-  static KernelArgs<T> slot(const KernelArgs<T>& a, std::uint32_t s) noexcept {
-    KernelArgs<T> o = a;
-    o.slots = 1, o.more = nullptr, o.shared_baseline = false;
-    if (s == 0) return o;
-    o.weight = a.weight + std::size_t(s) * (std::size_t(a.heads) + 1);
-    const SlotOut<T>& m = a.more[s - 1];
-    o.context = m.context, o.difference = m.difference, o.pairwise = m.pairwise, o.separation = m.separation;
-    o.baseline_given = a.shared_baseline;
-    return o;
-  }
+  // kernels.hpp's slot_args / copy_baseline, tagged with A: this object file's (AVX-compiled)
+  // copies never stand in for the baseline build's (see the top of this file).
+  static KernelArgs<T> slot(const KernelArgs<T>& a, std::uint32_t s) noexcept { return slot_args<T, A>(a, s); }
   static void copy_base(const KernelArgs<T>& from, const KernelArgs<T>& to, std::size_t r0, std::size_t r1) noexcept {
-    for (std::size_t c = 0; c < from.axes; ++c)
-      for (std::size_t r = r0; r < r1; ++r) to.context[c * to.stride + r] = from.context[c * from.stride + r];
+    copy_baseline<T, A>(from, to, r0, r1);
   }
 
   static std::size_t run(const KernelArgs<T>& a, Strategy how) noexcept {
