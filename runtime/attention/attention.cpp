@@ -237,9 +237,19 @@ AttentionPlan::AttentionPlan(const AttentionWeights& w, AttentionConfig config)
       if (!w.s_b_q.empty())
         for (std::size_t j = 0; j < dm; ++j) b[j] += double(w.s_b_q[o]) * double(wk[j]);
     }
+    // Finite weights whose product passes f32's range would give infinite scores: refused here,
+    // naming the matrices, rather than as non-finite metrics of every report.
+    const auto rounded = [](double v, const char* what, std::size_t i) {
+      const float f = static_cast<float>(v);
+      if (!std::isfinite(f))
+        throw Error("attention weights: the single-head baseline's " + std::string(what) + " (element " +
+                    std::to_string(i) + ": " + std::to_string(v) +
+                    ") is out of float range; its scores would overflow (s_w_q, s_w_k, s_b_q too large)");
+      return f;
+    };
     for (std::size_t i = 0; i < dm; ++i)
-      for (std::size_t j = 0; j < dm; ++j) proj_[i * proj_width_ + j] = static_cast<float>(m[i * dm + j]);
-    for (std::size_t j = 0; j < dm; ++j) bias_[j] = static_cast<float>(b[j]);
+      for (std::size_t j = 0; j < dm; ++j) proj_[i * proj_width_ + j] = rounded(m[i * dm + j], "W_Q^T W_K", i * dm + j);
+    for (std::size_t j = 0; j < dm; ++j) bias_[j] = rounded(b[j], "b_Q^T W_K", j);
   }
   put(dm, w.w_q, w.b_q, hq);
   put(dm + hq, w.w_k, w.b_k, hq);

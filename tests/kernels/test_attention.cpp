@@ -807,6 +807,17 @@ TEST_CASE("AttentionWeights::validate names what is wrong", "[attention][plan]")
   w = ok, w.w_o.clear(), w.b_o.assign(6, 0.0f);
   fails_with(w, "b_o");
   CHECK_THROWS_AS(AttentionPlan(w, {}), Error);
+  // Each weight finite, the baseline's folded W_Q^T W_K past f32's range: refused when planned.
+  w = ok;
+  for (auto& v : w.s_w_q) v = 3e20f;
+  for (auto& v : w.s_w_k) v = 3e20f;
+  CHECK_NOTHROW(w.validate("x"));
+  try {
+    AttentionPlan plan(w, {});
+    FAIL("no error for an overflowing baseline");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("W_Q^T W_K") && Catch::Contains("s_w_q"));
+  }
 }
 
 TEST_CASE("AttentionPlan refuses a report over the memory budget", "[attention][plan]") {
