@@ -896,6 +896,25 @@ struct AK {
     project_t<false>(x, ldx, M, K, packed, pbias, N, c, ldc, next_matrix, next_k);
   }
 
+  /// dst[0, n) = src[0, n), n < SW, src 64-byte aligned: whole vectors, then one masked store. (A
+  /// plain loop of n floats became an inlined `rep movsq`, whose start-up cost per row was 2/3 of
+  /// the projections at d_model = 2, where every row is such a tail.)
+  static void store_cols(float* dst, const float* src, std::size_t n) noexcept {
+    std::size_t j = 0;
+    for (; j + W <= n; j += W) B::load_aligned(src + j).store_unaligned(dst + j);
+    const std::size_t rest = n - j;
+    if (rest == 0) return;
+    if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+      _mm512_mask_storeu_ps(dst + j, static_cast<__mmask16>((1u << rest) - 1), B::load_aligned(src + j));
+    } else if constexpr (std::is_base_of_v<xsimd::avx2, A>) {
+      const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)), lane);
+      _mm256_maskstore_ps(dst + j, mask, B::load_aligned(src + j));
+    } else {
+      for (std::size_t k = 0; k < rest; ++k) dst[j + k] = src[j + k];
+    }
+  }
+
   template <bool G>
   static void project_t(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
                         const float* pbias, std::size_t N, float* c, std::size_t ldc, const float* next_matrix,
@@ -923,8 +942,7 @@ struct AK {
             gemm_rows<G>(R, x + m0 * ldx, ldx, K, bp + c0, pbias + col, c + m0 * ldc + col, ldc, pf, pf_end);
           } else {  // the last columns: through a stack tile, so nothing past column N is written
             gemm_rows<G>(R, x + m0 * ldx, ldx, K, bp + c0, pbias + col, tmp, SW, pf, pf_end);
-            for (std::size_t r = 0; r < R; ++r)
-              for (std::size_t j = 0; j < cols; ++j) c[(m0 + r) * ldc + col + j] = tmp[r * SW + j];
+            for (std::size_t r = 0; r < R; ++r) store_cols(c + (m0 + r) * ldc + col, tmp + r * SW, cols);
           }
         }
       }

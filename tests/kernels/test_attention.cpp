@@ -869,7 +869,7 @@ TEST_CASE("project_rows: every level vs the scalar reference, rows independent o
   const auto levels = levels_under_test();
   const std::size_t Ms[] = {1, 2, 3, 5, 8, 9, 17, 67};
   const std::size_t Ks[] = {1, 5, 96};
-  const std::size_t Ns[] = {1, 13, 47, 48, 49, 100};
+  const std::size_t Ns[] = {1, 8, 13, 17, 20, 33, 47, 48, 49, 100};  // last columns: masked stores of every width
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::size_t failures = 0;
