@@ -268,28 +268,23 @@ AttentionPlan::AttentionPlan(const AttentionWeights& w, AttentionConfig config)
   }
 }
 
-namespace {
-
 /// The kernel's view of one report of the plan (columns and widths from the plan's table).
-AttentionReport report_view(const std::vector<std::uint32_t>& cols, std::uint32_t heads, std::size_t ld,
-                            const AttentionConfig& config) {
-  const std::size_t H1 = std::size_t(heads) + 1;
+AttentionReport AttentionPlan::report_view() const noexcept {
+  const std::size_t H1 = std::size_t(heads_) + 1;
   AttentionReport in;
-  in.heads = heads;
-  in.ld = ld;
-  in.q_col = cols.data();
-  in.k_col = cols.data() + H1;
-  in.v_col = cols.data() + 2 * H1;
-  in.dk = cols.data() + 3 * H1;
-  in.dv = cols.data() + 4 * H1;
-  in.config = config;
+  in.heads = heads_;
+  in.ld = ld_;
+  in.q_col = cols_.data();
+  in.k_col = cols_.data() + H1;
+  in.v_col = cols_.data() + 2 * H1;
+  in.dk = cols_.data() + 3 * H1;
+  in.dv = cols_.data() + 4 * H1;
+  in.config = config_;
   return in;
 }
 
-}  // namespace
-
 std::size_t AttentionPlan::report_bytes(std::size_t n) const noexcept {
-  AttentionReport in = headsep::report_view(cols_, heads_, ld_, config_);
+  AttentionReport in = report_view();
   in.n = static_cast<std::uint32_t>(n);
   in.axes = 0;
   std::size_t first = 0;
@@ -358,8 +353,6 @@ const float* AttentionPlan::project(const float* x, std::size_t tokens, SimdLeve
   return qkv;
 }
 
-AttentionReport AttentionPlan::report_view() const noexcept { return headsep::report_view(cols_, heads_, ld_, config_); }
-
 void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::size_t n_reports, std::uint32_t axes,
                         const float* const* axis, SimdLevel level, const AttentionOut& out, AttentionScratch& scratch,
                         std::size_t max_report_bytes) const {
@@ -378,7 +371,7 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
     throw Error("attention: AttentionOut::output is set but the weights have no output projection (w_o)");
   if (project_out && !out.output_offset) throw Error("attention: AttentionOut::output needs output_offset");
 
-  AttentionReport in = headsep::report_view(cols_, heads_, ld, config_);
+  AttentionReport in = report_view();
   in.axes = axes;
   std::vector<const float*> ax(axes);
   in.axis = ax.data();
