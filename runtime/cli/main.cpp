@@ -372,7 +372,6 @@ int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& 
   if (check != "summary" && check != "all") throw UsageError("--check must be summary or all");
   if (!a.model.empty() && check == "all")
     throw UsageError("--model: scaling compares the per layer x head summaries (--check summary); --check all is for the engine's metrics");
-  if (repeat == 0) throw UsageError("--repeat must be at least 1");
   const auto list = prof::parse_thread_counts(counts, unsigned(std::max(1, oneapi::tbb::info::default_concurrency())));
   run_options(a);
   auto one = [&](unsigned n) {
@@ -766,7 +765,7 @@ int main(int argc, char** argv) {
   scalingc->add_option("--json", scaling_json, "Write the table and every count's profile as JSON");
   scalingc->add_option("--repeat", scaling_repeat,
                        "Run the counts this many times, interleaved (order reversed every other round); each count's median run is shown")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1u, 1000u));
   scalingc->add_option("--check", scaling_check,
                        "What must be identical at every count: summary (its JSON) or all (also every metric bit)")
       ->capture_default_str();

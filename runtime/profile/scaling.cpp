@@ -1,7 +1,7 @@
 #include "profile/scaling.hpp"
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
