@@ -179,6 +179,7 @@ TEST_CASE("headsep scaling: the same output at every thread count", "[profile][c
   TempDir dir;
   auto r = run_cli("scaling -s ops-reports -w axis-focus -p reports=40000 --chunk 2000 --counts 1,2,3 --check all -q --json " +
                    shell_quote(dir.file("scaling.json")));
+  INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK_THAT(r.out, Contains("threads") && Contains("speedup") && Contains("efficiency"));
   auto j = nlohmann::json::parse(read_file(dir.file("scaling.json")));
@@ -203,6 +204,7 @@ TEST_CASE("headsep scaling --repeat: counts interleaved, order reversed every ot
   TempDir dir;
   auto r = run_cli("scaling -s ops-reports -w axis-focus -p reports=20000 --chunk 1000 --counts 1,2 --repeat 3 --check all "
                    "--json " + shell_quote(dir.file("scaling.json")));
+  INFO(r.err);
   REQUIRE(r.status == 0);
   // Progress lines in run order: 1 2, then 2 1, then 1 2.
   std::vector<unsigned> order;
