@@ -7,17 +7,20 @@
 #include <cerrno>
 #include <csignal>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <set>
 #include <iostream>
+#include <latch>
 #include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <oneapi/tbb/info.h>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "headsep/attention.hpp"
@@ -35,7 +38,6 @@
 #include "headsep/summary.hpp"
 #include "report/report.hpp"
 #include "text_util.hpp"
-#include <oneapi/tbb/info.h>
 #include "profile/scaling.hpp"
 #include "csv_ranges.hpp"
 #include "dist.hpp"
@@ -368,38 +370,87 @@ prof::ScalingPoint model_scaling_point(const RunArgs& a, unsigned threads);
 /// 2,1 ...), and keeps each count's median run: a shared machine's speed drifts within seconds,
 /// and one run per count measures the drift as much as the code.
 int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& json, const std::string& check,
-                unsigned repeat) {
+                unsigned repeat, bool ceiling) {
   if (check != "summary" && check != "all") throw UsageError("--check must be summary or all");
   if (!a.model.empty() && check == "all")
     throw UsageError("--model: scaling compares the per layer x head summaries (--check summary); --check all is for the engine's metrics");
   const auto list = prof::parse_thread_counts(counts, unsigned(std::max(1, oneapi::tbb::info::default_concurrency())));
+  if (ceiling && !a.model.empty()) throw UsageError("--ceiling: engine jobs only (not --model)");
+  if (ceiling && std::find(list.begin(), list.end(), 1u) == list.end())
+    throw UsageError("--ceiling compares with the 1-thread run: put 1 in --counts");
   run_options(a);
-  auto one = [&](unsigned n) {
-    if (!a.model.empty()) return model_scaling_point(a, n);  // a BERT model's heads (run_model's pipeline)
+  // One run of the engine job at n threads: opened here (plugins, source), run when asked.
+  struct EngineJob {
+    Setup setup;
+    RunOptions opt;
+    std::optional<Summary> summary;
+    std::unique_ptr<ResultSink> hash;
+    Profiler profiler;
+    prof::ScalingPoint point;
+    RunStats stats;
+  };
+  auto open_job = [&](unsigned n) {
+    auto j = std::make_unique<EngineJob>();
     RunArgs v = a;
     v.threads = n;
-    Setup s = build_setup(v);
-    RunOptions opt = run_options(v);
+    j->setup = build_setup(v);
+    j->opt = run_options(v);
+    const Setup& s = j->setup;
     RunInfo info{s.axes.names(), s.weighting->heads()};
     info.attention = s.weighting->per_query() || s.weighting->attention(0) != nullptr;
     if (info.attention && a.chunk == 0) {  // as execute() does
       const auto& sc = s.source->schema();
       const std::size_t width = std::max<std::size_t>(1, sc.d_model ? sc.d_model : sc.feature_names.size());
-      opt.chunk_reports = std::clamp<std::size_t>(65536 / width, 32, 8192);
+      j->opt.chunk_reports = std::clamp<std::size_t>(65536 / width, 32, 8192);
     }
-    prof::ScalingPoint p;
-    Summary summary(info, SummaryOptions{a.top, a.bins, 0.005});
-    std::vector<ResultSink*> sinks{&summary};
-    std::unique_ptr<ResultSink> hash;
-    if (check == "all") sinks.push_back((hash = prof::make_metric_hash(p.metrics_hash)).get());
-    Profiler profiler;
-    opt.profiler = &profiler;
-    RunStats st = run(*s.source, *s.weighting, s.axes, opt, sinks);
-    p.threads = n, p.wall_s = st.seconds, p.reports = st.reports, p.groups = st.groups;
-    p.profile = profiler.result();
-    p.profile_json = profiler.json();
-    p.summary_json = summary.json();
-    return p;
+    j->summary.emplace(info, SummaryOptions{a.top, a.bins, 0.005});
+    if (check == "all") j->hash = prof::make_metric_hash(j->point.metrics_hash);
+    j->opt.profiler = &j->profiler;
+    return j;
+  };
+  auto run_job = [](EngineJob& j) {
+    std::vector<ResultSink*> sinks{&*j.summary};
+    if (j.hash) sinks.push_back(j.hash.get());
+    j.stats = run(*j.setup.source, *j.setup.weighting, j.setup.axes, j.opt, sinks);
+    prof::ScalingPoint& p = j.point;
+    p.threads = unsigned(j.opt.threads), p.wall_s = j.stats.seconds, p.reports = j.stats.reports, p.groups = j.stats.groups;
+    p.profile = j.profiler.result();
+    p.profile_json = j.profiler.json();
+    p.summary_json = j.summary->json();
+  };
+  auto one = [&](unsigned n) {
+    if (!a.model.empty()) return model_scaling_point(a, n);  // a BERT model's heads (run_model's pipeline)
+    auto j = open_job(n);
+    run_job(*j);
+    return std::move(j->point);
+  };
+  // The machine's ceiling at n: n copies of the 1-thread job, each opened on its own and run at
+  // once on its own thread (max_allowed_parallelism is 1 while they run, so no copy borrows a
+  // worker): n times the work of the 1-thread run, sharing nothing but the machine.
+  auto copies = [&](unsigned n, std::uint64_t want_hash, const std::string& want_summary, bool& identical) {
+    std::vector<std::unique_ptr<EngineJob>> jobs;
+    for (unsigned c = 0; c < n; ++c) jobs.push_back(open_job(1));
+    std::latch start(std::ptrdiff_t(n) + 1);
+    std::vector<std::exception_ptr> errors(n);
+    std::vector<std::thread> threads;
+    for (unsigned c = 0; c < n; ++c)
+      threads.emplace_back([&, c] {
+        start.arrive_and_wait();
+        try {
+          run_job(*jobs[c]);
+        } catch (...) {
+          errors[c] = std::current_exception();
+        }
+      });
+    const auto t0 = std::chrono::steady_clock::now();
+    start.arrive_and_wait();
+    for (auto& t : threads) t.join();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+    for (const auto& j : jobs)
+      identical = identical && j->point.summary_json == want_summary && j->point.metrics_hash == want_hash;
+    return wall;
   };
   std::vector<std::vector<prof::ScalingPoint>> runs(list.size());
   for (auto& r : runs) r.reserve(repeat);  // `ref` points into one of them
@@ -417,18 +468,37 @@ int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& 
       }
       runs[i].push_back(std::move(p));
       if (!ref) ref = &runs[i].front();
+      if (ceiling && n > 1) {
+        prof::ScalingPoint& q = runs[i].back();
+        q.copies = n;
+        q.ceiling_walls_s.push_back(copies(n, ref->metrics_hash, ref->summary_json, q.copies_identical));
+        if (!a.quiet)
+          std::fprintf(stderr, "scaling: %u independent 1-thread copies at once: %.3f s%s\n", n, q.ceiling_walls_s.back(),
+                       q.copies_identical ? "" : "  OUTPUT DIFFERS");
+      }
     }
   std::vector<prof::ScalingPoint> points;
   for (auto& r : runs) {
-    std::vector<double> walls;
-    bool identical = true;
-    for (const auto& p : r) walls.push_back(p.wall_s), identical = identical && p.identical;
+    std::vector<double> walls, ceiling_walls;
+    bool identical = true, copies_identical = true;
+    for (const auto& p : r) {
+      walls.push_back(p.wall_s), identical = identical && p.identical;
+      copies_identical = copies_identical && p.copies_identical;
+      ceiling_walls.insert(ceiling_walls.end(), p.ceiling_walls_s.begin(), p.ceiling_walls_s.end());
+    }
     std::vector<std::size_t> order(r.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return r[x].wall_s < r[y].wall_s; });
     prof::ScalingPoint p = std::move(r[order[(order.size() - 1) / 2]]);  // the median run (the lower of two)
     p.walls_s = std::move(walls);
     p.identical = identical;
+    p.copies_identical = copies_identical;
+    p.ceiling_walls_s = std::move(ceiling_walls);
+    if (!p.ceiling_walls_s.empty()) {
+      std::vector<double> w = p.ceiling_walls_s;
+      std::sort(w.begin(), w.end());
+      p.ceiling_wall_s = w[(w.size() - 1) / 2];  // the median (the lower of two), as for the runs
+    }
     points.push_back(std::move(p));
   }
   if (!json.empty()) {
@@ -440,10 +510,14 @@ int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& 
     out.commit();
   }
   std::printf("%s", prof::scaling_table(points).c_str());
-  for (const auto& p : points)
+  for (const auto& p : points) {
     if (!p.identical)
       throw Error("scaling: the output at " + std::to_string(p.threads) + " threads differs from the output at " +
                   std::to_string(points[0].threads) + " (results must not depend on the thread count)");
+    if (!p.copies_identical)
+      throw Error("scaling: an independent 1-thread copy of the job (--ceiling, " + std::to_string(p.copies) +
+                  " at once) gave a different output from the first run");
+  }
   return 0;
 }
 
@@ -760,12 +834,16 @@ int main(int argc, char** argv) {
   RunArgs ca;  // headsep scaling: the job's options, then the counts
   std::string scaling_counts, scaling_json, scaling_check = "summary";
   unsigned scaling_repeat = 1;
+  bool scaling_ceiling = false;
   auto* scalingc = app.add_subcommand("scaling", "Run one job at several thread counts: speedup, efficiency, stages");
   scalingc->add_option("--counts", scaling_counts, "Thread counts, e.g. 1,2,4 (default 1, 2, 4, ... up to the cores)");
   scalingc->add_option("--json", scaling_json, "Write the table and every count's profile as JSON");
   scalingc->add_option("--repeat", scaling_repeat,
                        "Run the counts this many times, interleaved (order reversed every other round); each count's median run is shown")
       ->capture_default_str()->check(CLI::Range(1u, 1000u));
+  scalingc->add_flag("--ceiling", scaling_ceiling,
+                     "Also run N independent 1-thread copies of the job at once for each count N > 1: the speedup fully "
+                     "independent work gets on this machine, to tell the engine's scaling losses from the machine's");
   scalingc->add_option("--check", scaling_check,
                        "What must be identical at every count: summary (its JSON) or all (also every metric bit)")
       ->capture_default_str();
@@ -854,7 +932,7 @@ int main(int argc, char** argv) {
     if (*example) rc = lead ? example_cmd(ea) : 0;
     else if (*sweepc) rc = lead ? sweep_cmd(sa, sweep_vary, sweep_json) : 0;
     else if (*runc) rc = run_cmd(ra);
-    else if (*scalingc) rc = lead ? scaling_cmd(ca, scaling_counts, scaling_json, scaling_check, scaling_repeat) : 0;
+    else if (*scalingc) rc = lead ? scaling_cmd(ca, scaling_counts, scaling_json, scaling_check, scaling_repeat, scaling_ceiling) : 0;
     else if (*pluginsc) rc = lead ? plugins_cmd(list_dirs, list_name) : 0;
     else if (*infoc) rc = lead ? info_cmd() : 0;
     // What went to standard output (rows, the table) must have arrived: a full disk there is an

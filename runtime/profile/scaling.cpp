@@ -88,6 +88,17 @@ std::map<std::string, double> by_kind(const ProfileResult& p) {
   return m;
 }
 
+// The 1-thread run's wall time (0 when no count is 1).
+double one_thread_wall(const std::vector<ScalingPoint>& points) {
+  for (const auto& p : points)
+    if (p.threads == 1) return p.wall_s;
+  return 0;
+}
+// copies x the work of the 1-thread run in the copies' wall time: the speedup independent work gets.
+double ceiling_speedup(const ScalingPoint& p, double w1) { return p.copies * w1 / p.ceiling_wall_s; }
+// The engine's throughput at p.threads over the copies' throughput: (1 / wall) / (copies / their wall).
+double share_of_ceiling(const ScalingPoint& p) { return p.ceiling_wall_s / (p.copies * p.wall_s); }
+
 }  // namespace
 
 std::unique_ptr<ResultSink> make_metric_hash(std::uint64_t& out) { return std::make_unique<MetricHash>(out); }
@@ -103,13 +114,15 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
         break;
       }
   const bool spread = !points.empty() && points[0].walls_s.size() > 1;
+  const double w1 = one_thread_wall(points);
+  const bool ceiling = w1 > 0 && std::any_of(points.begin(), points.end(), [](const ScalingPoint& p) { return p.copies; });
   std::snprintf(line, sizeof line, "%7s %9s %12s %8s %10s %9s", "threads", spread ? "median s" : "wall s", "groups/s",
                 "speedup", "efficiency", "identical");
   out += line;
   if (spread) out += "   min s   max s";
+  if (ceiling) out += "  ceiling  of it";
   for (const char* k : kinds) std::snprintf(line, sizeof line, " %9.9s", k), out += line;
   out += "   (busy thread-seconds per stage)\n";
-  const double base = points.empty() ? 0 : points[0].wall_s * points[0].threads;
   for (const auto& p : points) {
     const double speedup = p.wall_s > 0 && !points.empty() ? points[0].wall_s / p.wall_s : 0;
     // Efficiency against the first count: speedup / (threads / first threads).
@@ -123,15 +136,35 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
       std::snprintf(line, sizeof line, " %7.3f %7.3f", lo, hi);
       out += line;
     }
+    if (ceiling) {
+      if (p.copies && p.ceiling_wall_s > 0)
+        std::snprintf(line, sizeof line, " %7.2fx %5.0f%%", ceiling_speedup(p, w1), 100 * share_of_ceiling(p));
+      else
+        std::snprintf(line, sizeof line, " %8s %6s", "-", "-");
+      out += line;
+    }
     auto m = by_kind(p.profile);
     for (const char* k : kinds) std::snprintf(line, sizeof line, " %9.3f", m.count(k) ? m[k] : 0.0), out += line;
     out += "\n";
   }
-  (void)base;
   for (const auto& p : points)
     if (!p.profile.diagnosis.empty()) {
       std::snprintf(line, sizeof line, "%u thread%s: ", p.threads, p.threads == 1 ? "" : "s");
       out += line + p.profile.diagnosis[0] + "\n";
+    }
+  if (ceiling)
+    for (const auto& p : points) {
+      if (!p.copies || p.ceiling_wall_s <= 0 || p.wall_s <= 0) continue;
+      const double share = share_of_ceiling(p);
+      std::snprintf(line, sizeof line,
+                    "%u threads: %.2fx the 1-thread run; %u independent 1-thread copies at once: %.2fx (the machine's "
+                    "ceiling for this job now); the engine gets %.0f %% of it: %s\n",
+                    p.threads, w1 / p.wall_s, p.copies, ceiling_speedup(p, w1), 100 * share,
+                    share >= 0.95 ? "the rest of the way to linear is the machine's (shared caches, memory, the "
+                                    "hypervisor), not the engine's"
+                                  : "the engine loses the difference to parallel overhead (compare the stages' busy "
+                                    "seconds with the 1-thread row)");
+      out += line;
     }
   return out;
 }
@@ -141,9 +174,10 @@ std::string scaling_json(const std::vector<ScalingPoint>& points, const std::str
   ordered_json j;
   j["job"] = job;
   bool all = true;
+  const double w1 = one_thread_wall(points);
   ordered_json arr = ordered_json::array();
   for (const auto& p : points) {
-    all = all && p.identical;
+    all = all && p.identical && p.copies_identical;
     const double speedup = p.wall_s > 0 ? points[0].wall_s / p.wall_s : 0;
     ordered_json e;
     e["threads"] = p.threads;
@@ -155,6 +189,13 @@ std::string scaling_json(const std::vector<ScalingPoint>& points, const std::str
     e["efficiency"] = speedup * points[0].threads / p.threads;
     e["identical"] = p.identical;
     if (!p.walls_s.empty()) e["walls_s"] = p.walls_s;  // every run (--repeat); wall_s is the median run's
+    if (p.copies && p.ceiling_wall_s > 0 && w1 > 0)
+      e["ceiling"] = {{"copies", p.copies},
+                      {"wall_s", p.ceiling_wall_s},
+                      {"walls_s", p.ceiling_walls_s},
+                      {"speedup", ceiling_speedup(p, w1)},
+                      {"engine_share", share_of_ceiling(p)},
+                      {"identical", p.copies_identical}};
     e["profile"] = ordered_json::parse(p.profile_json);
     arr.push_back(e);
   }

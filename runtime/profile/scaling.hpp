@@ -21,6 +21,11 @@ struct ScalingPoint {
   std::string summary_json;       ///< the summary's JSON (compared byte for byte)
   std::uint64_t metrics_hash = 0;  ///< every metric bit, in batch order (--check all), else 0
   bool identical = true;          ///< same summary (and metrics hash) as the first count
+  // --ceiling: `copies` (= threads) independent 1-thread runs of the job at once.
+  unsigned copies = 0;                  ///< 0: not measured (count 1, or no --ceiling)
+  double ceiling_wall_s = 0;            ///< the copies' wall time (with --repeat, the median)
+  std::vector<double> ceiling_walls_s;  ///< every round's
+  bool copies_identical = true;         ///< every copy gave the first run's output
 };
 
 /// "1,2,4" -> {1,2,4}; empty -> 1, 2, 4, ... up to `cores`, and `cores` itself. Throws UsageError.
@@ -31,6 +36,8 @@ std::vector<unsigned> parse_thread_counts(const std::string& list, unsigned core
 /// without writing their rows.
 std::unique_ptr<ResultSink> make_metric_hash(std::uint64_t& out);
 
+/// The table; with --ceiling, also each count's ceiling (threads x the 1-thread wall / the copies'
+/// wall: the speedup fully independent work gets on this machine) and the engine's share of it.
 std::string scaling_table(const std::vector<ScalingPoint>& points);
 std::string scaling_json(const std::vector<ScalingPoint>& points, const std::string& job);
 

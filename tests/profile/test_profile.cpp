@@ -228,6 +228,41 @@ TEST_CASE("headsep scaling --repeat: counts interleaved, order reversed every ot
   CHECK_THAT(bad.err, Contains("--repeat"));
 }
 
+TEST_CASE("headsep scaling --ceiling: N independent 1-thread copies at once, the engine's share of their speedup",
+          "[profile][cli]") {
+  TempDir dir;
+  auto r = run_cli("scaling -s ops-reports -w axis-focus -p reports=20000 --chunk 1000 --counts 1,2 --repeat 2 --ceiling "
+                   "--check all --json " + shell_quote(dir.file("scaling.json")));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("ceiling") && Contains("2 independent 1-thread copies at once"));
+  // Each round: the count, then (for 2) its copies.
+  int copy_lines = 0;
+  std::istringstream err(r.err);
+  for (std::string line; std::getline(err, line);) copy_lines += line.rfind("scaling: 2 independent", 0) == 0;
+  CHECK(copy_lines == 2);
+  auto j = nlohmann::json::parse(read_file(dir.file("scaling.json")));
+  CHECK(j["outputs_identical"] == true);
+  REQUIRE(j["counts"].size() == 2);
+  CHECK_FALSE(j["counts"][0].contains("ceiling"));
+  const auto& two = j["counts"][1];
+  REQUIRE(two.contains("ceiling"));
+  const auto& c = two["ceiling"];
+  CHECK(c["copies"] == 2);
+  CHECK(c["identical"] == true);
+  REQUIRE(c["walls_s"].size() == 2);
+  std::vector<double> w = c["walls_s"].get<std::vector<double>>();
+  CHECK(c["wall_s"].get<double>() == std::min(w[0], w[1]));  // the median of two: the lower
+  const double w1 = j["counts"][0]["wall_s"].get<double>(), w2 = two["wall_s"].get<double>();
+  const double wc = c["wall_s"].get<double>();
+  CHECK(c["speedup"].get<double>() == Approx(2 * w1 / wc).epsilon(1e-12));
+  CHECK(c["engine_share"].get<double>() == Approx(wc / (2 * w2)).epsilon(1e-12));
+
+  auto no_one = run_cli("scaling -s ops-reports -w axis-focus -p reports=100 --counts 2,4 --ceiling");
+  CHECK(no_one.status == 2);
+  CHECK_THAT(no_one.err, Contains("--ceiling") && Contains("put 1 in --counts"));
+}
+
 TEST_CASE("profile: --profile changes no output byte, and without it nothing is profiled", "[profile][cli]") {
   TempDir dir;
   const std::string job = "run -s ops-reports -w axis-focus -p reports=20000 -p seed=3 --top 4 --threads 2 ";
