@@ -794,31 +794,79 @@ struct AK {
         }
     }
 
-    // Means over queries, in f64, lane by lane.
-    const double invq = 1.0 / double(nq);
-    for (std::size_t l = 0; l < count; ++l) {
+    // Means over queries, in f64: each sum's W lanes widened at once, the same operations as one
+    // lane at a time (IEEE f64 mul, div, sqrt), so the bits do not change. Reports of one n that sit
+    // side by side in the batch (every full group of a fixed-n batch) take whole vector stores:
+    // lane by lane, the ~30 strided f64 stores per report were a third of this kernel.
+    bool side_by_side = count == W;
+    const AttentionReportOut& o0 = *out[0];
+    for (std::size_t l = 1; l < count && side_by_side; ++l) {
       const AttentionReportOut& o = *out[l];
-      const std::size_t S = o.stride;
-      auto lane = [&](std::size_t i) { return double(f[i * W + l]); };
-      for (std::size_t h = 0; h < H1; ++h) {
-        const std::size_t hs = hso + h * hsw;
-        for (std::size_t c = 0; c < C; ++c) o.context[(h * C + c) * S] = lane(hs + HS + c) * invq;
-        for (std::size_t s2 = 0; s2 < HS; ++s2) o.head_stats[(h * HS + s2) * S] = lane(hs + s2) * invq;
+      side_by_side = o.stride == o0.stride && o.context == o0.context + l && o.head_stats == o0.head_stats + l &&
+                     (!P || o.pair_stats == o0.pair_stats + l);
+    }
+    const BD vinvq(1.0 / double(nq));
+    // Row `row` (in units of the lanes' stride) of the output array `field` points into.
+    auto put = [&](double* AttentionReportOut::*field, std::size_t row, Wide v) {
+      if (side_by_side) {
+        double* d = o0.*field + row * o0.stride;
+        v.lo.store_unaligned(d);
+        v.hi.store_unaligned(d + W / 2);
+        return;
       }
-      std::size_t p = 0;
-      for (std::size_t i = 1; i < H1; ++i)
-        for (std::size_t j = i + 1; j < H1; ++j, ++p) {
-          const std::size_t ps = pso + p * kPairStats;
-          double* w = o.pair_stats + p * kPairStats * S;
-          const double js = lane(ps + kJensenShannon) * invq;
-          const double vden = __builtin_sqrt(lane(vno + i) * lane(vno + j));
-          const double oden = __builtin_sqrt(lane(hso + i * hsw + HS + C) * lane(hso + j * hsw + HS + C));
-          w[kJensenShannon * S] = js > 0.0 ? js : 0.0;
-          w[kPositionOverlap * S] = lane(ps + kPositionOverlap) * invq;
-          w[kSubspaceCosine * S] = vden > 0.0 ? lane(ps + kSubspaceCosine) / vden : 0.0;
-          w[kOutputCosine * S] = oden > 0.0 ? lane(ps + kOutputCosine) / oden : 0.0;
-          w[kOutputDistance * S] = lane(ps + kOutputDistance) * invq;
-        }
+      alignas(64) double t[W];
+      v.lo.store_aligned(t);
+      v.hi.store_aligned(t + W / 2);
+      for (std::size_t l = 0; l < count; ++l) (out[l]->*field)[row * out[l]->stride] = t[l];
+    };
+    for (std::size_t h = 0; h < H1; ++h) {
+      const std::size_t hs = hso + h * hsw;
+      for (std::size_t c = 0; c < C; ++c) put(&AttentionReportOut::context, h * C + c, widen(ld(hs + HS + c)) * vinvq);
+      for (std::size_t s2 = 0; s2 < HS; ++s2) put(&AttentionReportOut::head_stats, h * HS + s2, widen(ld(hs + s2)) * vinvq);
+    }
+    std::size_t p = 0;
+    for (std::size_t i = 1; i < H1; ++i)
+      for (std::size_t j = i + 1; j < H1; ++j, ++p) {
+        const std::size_t ps = pso + p * kPairStats, row = p * kPairStats;
+        const Wide js = widen(ld(ps + kJensenShannon)) * vinvq;
+        const Wide vden = sqrt(widen(ld(vno + i)) * widen(ld(vno + j)));
+        const Wide oden = sqrt(widen(ld(hso + i * hsw + HS + C)) * widen(ld(hso + j * hsw + HS + C)));
+        auto pair = &AttentionReportOut::pair_stats;
+        put(pair, row + kJensenShannon, positive_or_zero(js, js));
+        put(pair, row + kPositionOverlap, widen(ld(ps + kPositionOverlap)) * vinvq);
+        put(pair, row + kSubspaceCosine, positive_or_zero(vden, widen(ld(ps + kSubspaceCosine)) / vden));
+        put(pair, row + kOutputCosine, positive_or_zero(oden, widen(ld(ps + kOutputCosine)) / oden));
+        put(pair, row + kOutputDistance, widen(ld(ps + kOutputDistance)) * vinvq);
+      }
+  }
+
+  // ---- f64 lanes for small()'s results -----------------------------------------------------
+  using BD = xsimd::batch<double, A>;
+  static_assert(BD::size * 2 == W);
+  /// W lanes as doubles: lanes [0, W/2) and [W/2, W).
+  struct Wide {
+    BD lo, hi;
+    Wide operator*(const Wide& o) const noexcept { return {lo * o.lo, hi * o.hi}; }
+    Wide operator*(const BD& o) const noexcept { return {lo * o, hi * o}; }
+    Wide operator/(const Wide& o) const noexcept { return {lo / o.lo, hi / o.hi}; }
+  };
+  static Wide sqrt(const Wide& x) noexcept { return {xsimd::sqrt(x.lo), xsimd::sqrt(x.hi)}; }
+  /// Lane by lane `test > 0 ? v : 0.0` (0 for a NaN test, as the scalar form).
+  static Wide positive_or_zero(const Wide& test, const Wide& v) noexcept {
+    const BD z(0.0);
+    return {xsimd::select(test.lo > z, v.lo, z), xsimd::select(test.hi > z, v.hi, z)};
+  }
+  static Wide widen(B v) noexcept {
+    if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+      const __m512 x = v;
+      return {BD(_mm512_cvtps_pd(_mm512_castps512_ps256(x))),
+              BD(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))))};
+    } else if constexpr (std::is_base_of_v<xsimd::avx, A>) {
+      const __m256 x = v;
+      return {BD(_mm256_cvtps_pd(_mm256_castps256_ps128(x))), BD(_mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)))};
+    } else {
+      const __m128 x = v;
+      return {BD(_mm_cvtps_pd(x)), BD(_mm_cvtps_pd(_mm_movehl_ps(x, x)))};
     }
   }
 

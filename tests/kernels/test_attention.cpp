@@ -25,6 +25,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -321,6 +322,52 @@ TEST_CASE("attention_reports: small reports share vector lanes and keep the bits
         }
       }
     }
+}
+
+TEST_CASE("attention_reports: reports side by side in one output array (a batch's layout) keep the bits they get alone",
+          "[attention]") {
+  // A batch's metric rows hold report i in column i. Full groups of equal-n reports in adjacent
+  // columns take the lane kernel's whole-vector stores, the last partial group lane by lane; both
+  // must give each report the bits attention_report gives it alone, and write nothing else.
+  const AttentionConfig configs[] = {{QueryMode::all, 0, MaskKind::none},
+                                     {QueryMode::all, 0, MaskKind::causal},
+                                     {QueryMode::last, 0, MaskKind::none}};
+  auto same = [](double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); };
+  AttentionScratch scratch;
+  std::uint64_t seed = 2000;
+  for (const auto& config : configs)
+    for (std::uint32_t heads : {1u, 2u, 3u})
+      for (std::uint32_t n : {1u, 3u, 8u}) {
+        constexpr std::size_t count = 37, S = count + 2;  // columns 0 and S-1 must stay untouched
+        std::vector<Case> cases;
+        for (std::size_t i = 0; i < count; ++i) cases.push_back(make_case(n, heads, 4, 2, 3, 2, 2, config, ++seed, 1));
+        const std::size_t rows_ctx = (heads + 1) * std::size_t(cases[0].axes), rows_hs = (heads + 1) * kHeadStats,
+                          rows_ps = pairs(heads) * kPairStats;
+        for (auto level : levels_under_test()) {
+          std::vector<double> ctx(rows_ctx * S, kSentinel), hs(rows_hs * S, kSentinel), ps(rows_ps * S + 1, kSentinel);
+          std::vector<AttentionReport> in;
+          std::vector<AttentionReportOut> out;
+          for (std::size_t i = 0; i < count; ++i) {
+            AttentionReportOut o;
+            o.context = ctx.data() + 1 + i, o.head_stats = hs.data() + 1 + i, o.pair_stats = ps.data() + 1 + i, o.stride = S;
+            in.push_back(cases[i].in()), out.push_back(o);
+          }
+          attention_reports(in.data(), out.data(), count, level, scratch);
+          std::size_t wrong = 0;
+          for (std::size_t i = 0; i < count; ++i) {
+            const Result alone = run_kernel(cases[i], level, scratch);
+            for (std::size_t k = 0; k < rows_ctx; ++k) wrong += !same(ctx[k * S + 1 + i], alone.ctx[1 + 3 * k]);
+            for (std::size_t k = 0; k < rows_hs; ++k) wrong += !same(hs[k * S + 1 + i], alone.hs[1 + 3 * k]);
+            for (std::size_t k = 0; k < rows_ps; ++k) wrong += !same(ps[k * S + 1 + i], alone.ps[1 + 3 * k]);
+          }
+          INFO(to_string(level) << " " << describe(cases[0]));
+          CHECK(wrong == 0);
+          std::size_t outside = 0;
+          for (const auto* v : {&ctx, &hs, &ps})
+            for (std::size_t k = 0; k + 1 < v->size(); k += S) outside += (*v)[k] != kSentinel || (*v)[k + S - 1] != kSentinel;
+          CHECK(outside == 0);
+        }
+      }
 }
 
 TEST_CASE("large d_k and n (baseline width 256, the micro-kernel's full blocks)", "[attention]") {
