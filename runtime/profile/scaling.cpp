@@ -160,10 +160,11 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
                     "%u threads: %.2fx the 1-thread run; %u independent 1-thread copies at once: %.2fx (the machine's "
                     "ceiling for this job now); the engine gets %.0f %% of it: %s\n",
                     p.threads, w1 / p.wall_s, p.copies, ceiling_speedup(p, w1), 100 * share,
-                    share >= 0.95 ? "the rest of the way to linear is the machine's (shared caches, memory, the "
-                                    "hypervisor), not the engine's"
-                                  : "the engine loses the difference to parallel overhead (compare the stages' busy "
-                                    "seconds with the 1-thread row)");
+                    w1 / p.wall_s >= 0.98 * p.threads ? "linear"
+                    : share >= 0.95 ? "the rest of the way to linear is the machine's (shared caches, memory, the "
+                                      "hypervisor), not the engine's"
+                                    : "the engine loses the difference to parallel overhead (compare the stages' busy "
+                                      "seconds with the 1-thread row)");
       out += line;
     }
   return out;
