@@ -389,15 +389,20 @@ int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& 
     prof::ScalingPoint point;
     RunStats stats;
   };
+  bool attention = false;  // for the report's header: precision, axes, heads
+  std::vector<std::string> axis_names;
+  std::uint32_t heads = 0;
   auto open_job = [&](unsigned n) {
     auto j = std::make_unique<EngineJob>();
     RunArgs v = a;
     v.threads = n;
+    v.report_html.clear(), v.plot_svg.clear();  // the page is the scaling's own, written below
     j->setup = build_setup(v);
     j->opt = run_options(v);
     const Setup& s = j->setup;
     RunInfo info{s.axes.names(), s.weighting->heads()};
     info.attention = s.weighting->per_query() || s.weighting->attention(0) != nullptr;
+    attention = info.attention, axis_names = info.axis_names, heads = info.heads;
     if (info.attention && a.chunk == 0) {  // as execute() does
       const auto& sc = s.source->schema();
       const std::size_t width = std::max<std::size_t>(1, sc.d_model ? sc.d_model : sc.feature_names.size());
@@ -508,6 +513,29 @@ int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& 
     for (const auto& p : a.params) job += ", -p " + p;
     out.write(prof::scaling_json(points, job));
     out.commit();
+  }
+  if (!a.report_html.empty() || !a.plot_svg.empty()) {
+    report::ReportData d;
+    RunStats st;
+    st.reports = points[0].reports, st.groups = points[0].groups;
+    for (const auto& p : points) st.seconds += p.wall_s;
+    d.header = report_header(a, run_options(a), st, attention || !a.model.empty());
+    if (!a.model.empty()) d.header.weighting_plugin = "the model's heads (--model " + a.model + ")";
+    if (repeat > 1) d.header.params.push_back("--repeat " + std::to_string(repeat));
+    d.axes = axis_names, d.heads = heads;
+    report::Scaling sc;
+    for (const auto& k : prof::stage_kinds(points)) sc.kinds.push_back(k);
+    for (const auto& p : points) {
+      report::ScalingRun r;
+      r.threads = p.threads, r.wall_s = p.wall_s, r.min_s = r.max_s = p.wall_s;
+      for (double w : p.walls_s) r.min_s = std::min(r.min_s, w), r.max_s = std::max(r.max_s, w);
+      if (p.copies && p.ceiling_wall_s > 0) r.copies_wall_s = p.ceiling_wall_s;
+      for (const auto& k : sc.kinds) r.busy.push_back(prof::stage_busy(p, k));
+      sc.identical = sc.identical && p.identical && p.copies_identical;
+      sc.runs.push_back(std::move(r));
+    }
+    d.scaling = std::move(sc);
+    report::write(d, a.report_html, a.plot_svg);
   }
   std::printf("%s", prof::scaling_table(points).c_str());
   for (const auto& p : points) {
@@ -860,6 +888,8 @@ int main(int argc, char** argv) {
   scalingc->add_option("--chunk", ca.chunk, "Reports per batch")->check(CLI::PositiveNumber);
   scalingc->add_option("--top", ca.top, "Top-k reports per scenario in the summary")->capture_default_str();
   scalingc->add_flag("--quiet,-q", ca.quiet, "No progress lines");
+  scalingc->add_option("--report-html", ca.report_html, "Write an offline HTML page: speedup and per-stage figures, the table");
+  scalingc->add_option("--plot-svg", ca.plot_svg, "Write the figures as SVG files into this folder");
 
   runc->add_option("--report-html", ra.report_html, "Write an offline HTML report (seed plot, distributions, attention)");
   runc->add_option("--plot-svg", ra.plot_svg, "Write each figure of the report as an SVG file into this folder");
@@ -914,7 +944,7 @@ int main(int argc, char** argv) {
       }
       cl += (i ? " " : "") + w;
     }
-    ra.command_line = ea.command_line = sa.command_line = cl;
+    ra.command_line = ea.command_line = sa.command_line = ca.command_line = cl;
   }
   // Ranks 1..K-1 write no files: when the launcher stops them (rank 0 failed), they end quietly.
   if (headsep::dist::rank() != 0)

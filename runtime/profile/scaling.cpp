@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "headsep/error.hpp"
@@ -79,14 +78,8 @@ class MetricHash final : public ResultSink {
   std::uint64_t& out_;
 };
 
-// Busy seconds per stage kind: the breakdown a scaling table can show in one row.
+// Stage kinds in pipeline order: the breakdown a scaling table can show in one row.
 const char* const kKinds[] = {"input", "generate", "axes", "weighting", "validate", "kernels", "attention", "forward", "heads", "prepare", "consume"};
-
-std::map<std::string, double> by_kind(const ProfileResult& p) {
-  std::map<std::string, double> m;
-  for (const auto& s : p.stages) m[s.kind] += s.busy_s;
-  return m;
-}
 
 // The 1-thread run's wall time (0 when no count is 1).
 double one_thread_wall(const std::vector<ScalingPoint>& points) {
@@ -103,16 +96,28 @@ double share_of_ceiling(const ScalingPoint& p) { return p.ceiling_wall_s / (p.co
 
 std::unique_ptr<ResultSink> make_metric_hash(std::uint64_t& out) { return std::make_unique<MetricHash>(out); }
 
-std::string scaling_table(const std::vector<ScalingPoint>& points) {
-  std::string out;
-  char line[512];
-  std::vector<const char*> kinds;  // only the kinds some count used
+std::vector<std::string> stage_kinds(const std::vector<ScalingPoint>& points) {
+  std::vector<std::string> kinds;
   for (const char* k : kKinds)
     for (const auto& p : points)
-      if (by_kind(p.profile).count(k)) {
+      if (std::any_of(p.profile.stages.begin(), p.profile.stages.end(), [&](const auto& s) { return s.kind == k; })) {
         kinds.push_back(k);
         break;
       }
+  return kinds;
+}
+
+double stage_busy(const ScalingPoint& point, const std::string& kind) {
+  double busy = 0;
+  for (const auto& s : point.profile.stages)
+    if (s.kind == kind) busy += s.busy_s;
+  return busy;
+}
+
+std::string scaling_table(const std::vector<ScalingPoint>& points) {
+  std::string out;
+  char line[512];
+  const std::vector<std::string> kinds = stage_kinds(points);  // only the kinds some count used
   const bool spread = !points.empty() && points[0].walls_s.size() > 1;
   const double w1 = one_thread_wall(points);
   const bool ceiling = w1 > 0 && std::any_of(points.begin(), points.end(), [](const ScalingPoint& p) { return p.copies; });
@@ -121,7 +126,7 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
   out += line;
   if (spread) out += "   min s   max s";
   if (ceiling) out += "  ceiling  of it";
-  for (const char* k : kinds) std::snprintf(line, sizeof line, " %9.9s", k), out += line;
+  for (const auto& k : kinds) std::snprintf(line, sizeof line, " %9.9s", k.c_str()), out += line;
   out += "   (busy thread-seconds per stage)\n";
   for (const auto& p : points) {
     const double speedup = p.wall_s > 0 && !points.empty() ? points[0].wall_s / p.wall_s : 0;
@@ -143,8 +148,7 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
         std::snprintf(line, sizeof line, " %8s %6s", "-", "-");
       out += line;
     }
-    auto m = by_kind(p.profile);
-    for (const char* k : kinds) std::snprintf(line, sizeof line, " %9.3f", m.count(k) ? m[k] : 0.0), out += line;
+    for (const auto& k : kinds) std::snprintf(line, sizeof line, " %9.3f", stage_busy(p, k)), out += line;
     out += "\n";
   }
   for (const auto& p : points)

@@ -36,6 +36,11 @@ std::vector<unsigned> parse_thread_counts(const std::string& list, unsigned core
 /// without writing their rows.
 std::unique_ptr<ResultSink> make_metric_hash(std::uint64_t& out);
 
+/// The stage kinds any of the points used, in pipeline order ("input", "generate", ...).
+std::vector<std::string> stage_kinds(const std::vector<ScalingPoint>& points);
+/// A point's busy thread-seconds in the stages of one kind (0 when it has none).
+double stage_busy(const ScalingPoint& point, const std::string& kind);
+
 /// The table; with --ceiling, also each count's ceiling (threads x the 1-thread wall / the copies'
 /// wall: the speedup fully independent work gets on this machine) and the engine's share of it.
 std::string scaling_table(const std::vector<ScalingPoint>& points);

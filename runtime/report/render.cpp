@@ -612,6 +612,127 @@ Figure sweep_figure(const Sweep& sw) {
   return f;
 }
 
+// ---------------------------------------------------------------- scaling
+
+// What `r.threads` independent 1-thread copies got, as a speedup over runs[0] (0 if not measured).
+double scaling_ceiling(const Scaling& sc, const ScalingRun& r) {
+  if (!r.copies_wall_s || *r.copies_wall_s <= 0 || sc.runs.empty()) return 0;
+  return r.threads * sc.runs[0].wall_s / *r.copies_wall_s;
+}
+
+// Speedup against thread count: the engine's (median run, whisker from its slowest to its
+// fastest run), linear scaling dashed, and with --ceiling what independent copies got.
+Figure scaling_speedup(const Scaling& sc) {
+  const double W = 620, L = 60, R = 440, T = 50, B = 320, H = 370;
+  Figure f;
+  f.id = "scaling-speedup";
+  f.section = "scaling";
+  f.title = "Speedup against threads";
+  const auto& runs = sc.runs;
+  const double t0 = runs.empty() ? 1 : runs[0].threads, w0 = runs.empty() ? 1 : runs[0].wall_s;
+  auto speedup = [&](double wall) { return wall > 0 ? w0 / wall : 0.0; };
+  double tmax = t0, smax = 1;
+  for (const auto& r : runs) {
+    tmax = std::max(tmax, double(r.threads));
+    smax = std::max({smax, speedup(r.min_s), speedup(r.wall_s), scaling_ceiling(sc, r), double(r.threads) / t0});
+  }
+  const Ticks tx = nice_ticks(0, tmax, 6), ty = nice_ticks(0, smax, 5);
+  const Scale sx{tx.lo, tx.hi, L, R}, sy{ty.lo, ty.hi, B, T};
+  std::string o = svg_open(f.id, "scaling", W, H);
+  o += text(8, 18, escape(f.title), "font-size=\"14\" font-weight=\"bold\" class=\"fig-title\"");
+  o += text(8, 36, "speedup over the first count's median run; whiskers: slowest to fastest run", "fill=\"#444\"");
+  o += x_axis(tx, sx, T, B, "threads", (L + R) / 2);
+  o += y_axis(ty, sy, L, R, "speedup", (T + B) / 2);
+  o += line(sx(t0), sy(1), sx(tmax), sy(tmax / t0), "class=\"linear\" stroke=\"#999\" stroke-dasharray=\"5,4\"");
+  std::string pts;
+  for (const auto& r : runs) pts += px(sx(r.threads)) + "," + px(sy(speedup(r.wall_s))) + " ";
+  const Marker mk = marker(1);
+  o += "<polyline points=\"" + pts + "\" fill=\"none\" stroke=\"" + mk.colour + "\" stroke-width=\"2\"/>\n";
+  for (const auto& r : runs) {
+    const double x = sx(r.threads), s = speedup(r.wall_s);
+    if (r.min_s > 0 && r.max_s > 0 && r.max_s != r.min_s)
+      o += line(x, sy(speedup(r.max_s)), x, sy(speedup(r.min_s)), "stroke=\"" + std::string(mk.colour) + "\"");
+    o += glyph(1, x, sy(s), 5,
+               "class=\"marker engine\" data-threads=\"" + std::to_string(r.threads) + "\" data-speedup=\"" + exact(s) + "\"") +
+         "<title>" + escape(std::to_string(r.threads) + " threads: " + number(s) + "× (" + number(r.wall_s) + " s)") +
+         "</title></path>\n";
+    if (r.copies_wall_s) {
+      const double c = scaling_ceiling(sc, r);
+      o += glyph(2, x, sy(c), 5,
+                 "class=\"marker ceiling\" data-threads=\"" + std::to_string(r.threads) + "\" data-speedup=\"" +
+                     exact(c) + "\"",
+                 0.25, true) +
+           "<title>" + escape(std::to_string(r.threads) + " independent 1-thread copies at once: " + number(c) + "×") +
+           "</title></path>\n";
+    }
+  }
+  double ly = T + 8;
+  o += glyph(1, R + 20, ly - 4, 5, "class=\"legend-marker\"") + "</path>" + text(R + 30, ly, "headsep");
+  o += line(R + 12, ly + 14, R + 28, ly + 14, "stroke=\"#999\" stroke-dasharray=\"5,4\"") + text(R + 30, ly + 18, "linear");
+  bool any_ceiling = false;
+  for (const auto& r : runs) any_ceiling = any_ceiling || r.copies_wall_s.has_value();
+  if (any_ceiling)
+    o += glyph(2, R + 20, ly + 32, 5, "class=\"legend-marker\"", 0.25, true) + "</path>" +
+         text(R + 30, ly + 36, "independent copies");
+  f.svg = o + "</svg>\n";
+  return f;
+}
+
+// Busy thread-seconds per stage at each count, one stacked bar per count: where the time went,
+// and which stage grew when threads were added.
+Figure scaling_stages(const Scaling& sc) {
+  const double W = 620, L = 60, R = 440, T = 50, B = 320, H = 370;
+  Figure f;
+  f.id = "scaling-stages";
+  f.section = "scaling";
+  f.title = "Busy thread-seconds per stage";
+  double top = 0;
+  for (const auto& r : sc.runs) {
+    double sum = 0;
+    for (double b : r.busy) sum += b;
+    top = std::max(top, sum);
+  }
+  const Ticks ty = nice_ticks(0, top > 0 ? top : 1, 5);
+  const Scale sy{ty.lo, ty.hi, B, T};
+  const std::size_t n = sc.runs.size();
+  const double slot = (R - L) / double(std::max<std::size_t>(n, 1)), bar = std::min(60.0, slot * 0.6);
+  std::string o = svg_open(f.id, "scaling", W, H);
+  o += text(8, 18, escape(f.title), "font-size=\"14\" font-weight=\"bold\" class=\"fig-title\"");
+  o += text(8, 36, "summed over threads, per count (the median run); flat bars = no added work", "fill=\"#444\"");
+  o += y_axis(ty, sy, L, R, "thread-seconds", (T + B) / 2);
+  o += "<g class=\"axis x\">" + line(L, B, R, B, "stroke=\"#333\"");
+  for (std::size_t i = 0; i < n; ++i)
+    o += text(L + slot * (double(i) + 0.5), B + 17, std::to_string(sc.runs[i].threads), "text-anchor=\"middle\"");
+  o += text((L + R) / 2, B + 34, "threads", "text-anchor=\"middle\" class=\"axis-title\"") + "</g>\n";
+  static constexpr const char* colours[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7",
+                                            "#56B4E9", "#000000", "#F0E442", "#999999", "#882255", "#44AA99"};
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& r = sc.runs[i];
+    const double x = L + slot * (double(i) + 0.5) - bar / 2;
+    double acc = 0;
+    for (std::size_t k = 0; k < sc.kinds.size() && k < r.busy.size(); ++k) {
+      if (r.busy[k] <= 0) continue;
+      const double y1 = sy(acc), y2 = sy(acc + r.busy[k]);
+      std::string bar_svg = rect(x, y2, bar, y1 - y2,
+                                 "class=\"stage\" fill=\"" + std::string(colours[k % std::size(colours)]) +
+                                     "\" data-threads=\"" + std::to_string(r.threads) + "\" data-stage=\"" +
+                                     escape(sc.kinds[k]) + "\" data-busy=\"" + exact(r.busy[k]) + "\"");
+      bar_svg.replace(bar_svg.size() - 3, 3,  // "/>\n": a tooltip inside
+                      "><title>" + escape(sc.kinds[k] + " at " + std::to_string(r.threads) + " threads: " +
+                                          number(r.busy[k]) + " s") + "</title></rect>\n");
+      o += bar_svg;
+      acc += r.busy[k];
+    }
+  }
+  for (std::size_t k = 0; k < sc.kinds.size(); ++k) {
+    const double ly = T + 8 + 18.0 * double(k);
+    o += rect(R + 14, ly - 10, 12, 12, "fill=\"" + std::string(colours[k % std::size(colours)]) + "\"") +
+         text(R + 32, ly, escape(sc.kinds[k]));
+  }
+  f.svg = o + "</svg>\n";
+  return f;
+}
+
 // ---------------------------------------------------------------- HTML
 
 constexpr const char* kCss = R"(body{font-family:'DejaVu Sans','Noto Sans','Noto Sans CJK KR','Nanum Gothic',sans-serif;margin:24px;color:#222;max-width:1600px}
@@ -715,6 +836,7 @@ std::vector<Figure> figures(const ReportData& d) {
     }
   }
   if (d.sweep) out.push_back(sweep_figure(*d.sweep));
+  if (d.scaling) out.push_back(scaling_speedup(*d.scaling)), out.push_back(scaling_stages(*d.scaling));
   return out;
 }
 
@@ -734,15 +856,23 @@ std::string html(const ReportData& d, const std::vector<Figure>& figs) {
   std::string params;
   for (const auto& p : h.params) params += (params.empty() ? "" : "<br>") + ("<code>" + escape(p) + "</code>");
   row("parameters", params.empty() ? "(defaults)" : params, "params");
-  row("context axes", escape([&] {
-        std::string a;
-        for (const auto& x : d.axes) a += (a.empty() ? "" : ", ") + x;
-        return a;
-      }()),
-      "axes");
-  row("heads", std::to_string(d.heads) + (d.layers > 1 ? " (" + std::to_string(d.layers) + " layers)" : ""), "heads");
+  if (!d.axes.empty() || !d.scaling)  // a scaling page of a model's run knows neither
+    row("context axes", escape([&] {
+          std::string a;
+          for (const auto& x : d.axes) a += (a.empty() ? "" : ", ") + x;
+          return a;
+        }()),
+        "axes");
+  if (d.heads || !d.scaling)
+    row("heads", std::to_string(d.heads) + (d.layers > 1 ? " (" + std::to_string(d.layers) + " layers)" : ""), "heads");
   row("reports", count(h.reports) + " (" + count(h.groups) + " report × scenario groups)", "reports");
-  row("threads", std::to_string(h.threads), "threads");
+  std::string threads = std::to_string(h.threads);
+  if (d.scaling) {  // one run per count
+    threads.clear();
+    for (const auto& r : d.scaling->runs) threads += (threads.empty() ? "" : ", ") + std::to_string(r.threads);
+    threads += " (headsep scaling)";
+  }
+  row("threads", escape(threads), "threads");
   row("SIMD level", escape(h.simd), "simd");
   row("precision", escape(h.precision), "precision");
   row("wall time", escape(number(h.seconds, 3) + " s"), "time");
@@ -832,6 +962,28 @@ std::string html(const ReportData& d, const std::vector<Figure>& figs) {
     for (std::size_t i = 0; i < sw.values.size(); ++i)
       for (std::size_t j = 0; j < sw.scenarios.size(); ++j)
         if (sw.stats[i][j]) o += stats_row({sw.values[i], sw.scenarios[j]}, *sw.stats[i][j]);
+    o += "</table>\n</section>\n";
+  }
+  if (d.scaling) {
+    const auto& sc = *d.scaling;
+    o += "<section id=\"scaling\">\n<h2>Scaling</h2>\n<p class=\"note\">The same job at each thread count. Speedup and "
+         "efficiency are against the first count; with <code>--ceiling</code>, the speedup that as many independent "
+         "1-thread copies of the job got at once on this machine, and the engine's share of it (near 100 %: what is "
+         "left to linear is the machine's).</p>\n";
+    if (!sc.identical) o += "<p class=\"warn\">The outputs differed between counts.</p>\n";
+    o += section_figs("scaling");
+    o += "<table class=\"scaling\">\n<tr><th>threads</th><th>wall s</th><th>min s</th><th>max s</th><th>speedup</th>"
+         "<th>efficiency</th><th>ceiling</th><th>share of ceiling</th></tr>\n";
+    const double w0 = sc.runs.empty() ? 0 : sc.runs[0].wall_s, t0 = sc.runs.empty() ? 1 : sc.runs[0].threads;
+    for (const auto& r : sc.runs) {
+      const double s = r.wall_s > 0 ? w0 / r.wall_s : 0;
+      auto cell = [](const std::string& v) { return "<td class=\"num\">" + v + "</td>"; };
+      o += "<tr>" + cell(std::to_string(r.threads)) + cell(number(r.wall_s, 4)) + cell(number(r.min_s, 4)) +
+           cell(number(r.max_s, 4)) + cell(number(s, 3) + "×") + cell(number(100 * s * t0 / r.threads, 3) + " %") +
+           cell(r.copies_wall_s ? number(scaling_ceiling(sc, r), 3) + "×" : "—") +
+           cell(r.copies_wall_s && r.wall_s > 0 ? number(100 * *r.copies_wall_s / (r.threads * r.wall_s), 3) + " %" : "—") +
+           "</tr>\n";
+    }
     o += "</table>\n</section>\n";
   }
   o += "<footer><p class=\"note\">Written by headsep " + escape(h.version) +

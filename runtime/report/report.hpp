@@ -94,6 +94,22 @@ struct Sweep {
   std::vector<double> seconds;                  ///< engine time per value
 };
 
+/// headsep scaling: one job at several thread counts (docs/REPORTS.md).
+struct ScalingRun {
+  unsigned threads = 0;
+  double wall_s = 0;                 ///< the median run's (the only run's without --repeat)
+  double min_s = 0, max_s = 0;       ///< fastest and slowest run of this count
+  /// --ceiling: wall time of `threads` independent 1-thread copies run at once (they do `threads`
+  /// times the work: their speedup over runs[0] is threads x runs[0].wall_s / copies_wall_s).
+  std::optional<double> copies_wall_s;
+  std::vector<double> busy;          ///< busy thread-seconds per stage kind, as Scaling::kinds
+};
+struct Scaling {
+  std::vector<std::string> kinds;    ///< stage kinds, pipeline order (input, generate, ...)
+  std::vector<ScalingRun> runs;      ///< in --counts order; speedups are against runs[0]
+  bool identical = true;             ///< every count gave the same output
+};
+
 /// What was run, so a report can be reproduced.
 struct Header {
   std::string command_line, version, scenario_plugin, weighting_plugin;
@@ -125,6 +141,7 @@ struct ReportData {
   std::size_t histogram_bins = 20;
   std::vector<Scenario> scenarios;
   std::optional<Sweep> sweep;
+  std::optional<Scaling> scaling;
   Limits limits;
   /// Model runs (--model): no per-scenario distributions of head_separation; per layer the
   /// entropy and separation of each head (Scenario::entropy, head_separation), the layer x head

@@ -3,6 +3,7 @@
 // is tests/report/browser_test.py.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -361,6 +362,47 @@ TEST_CASE("report: sweep specifications", "[report][sweep]") {
   CHECK_THROWS_AS(rp::parse_sweep("k=1:2:0"), headsep::UsageError);
   CHECK_THROWS_AS(rp::parse_sweep("k=a:2:3"), headsep::UsageError);
   CHECK_THROWS_AS(rp::parse_sweep("k=1,,2"), headsep::UsageError);
+}
+
+TEST_CASE("headsep scaling --report-html: speedup and per-stage figures that match the JSON", "[report][cli]") {
+  TempDir dir;
+  auto r = run_cli("scaling -s ops-reports -w axis-focus -p reports=20000 --chunk 1000 --counts 1,2 --repeat 2 --ceiling -q "
+                   "--json " + shell_quote(dir.file("s.json")) + " --report-html " + shell_quote(dir.file("s.html")) +
+                   " --plot-svg " + shell_quote(dir.file("svg")));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(read_file(dir.file("s.json")));
+  REQUIRE(j["counts"].size() == 2);
+  const std::string speed = read_file(dir.file("svg/scaling-speedup.svg")), stages = read_file(dir.file("svg/scaling-stages.svg"));
+  CHECK(well_formed(dir.file("svg/scaling-speedup.svg")));
+  CHECK(well_formed(dir.file("svg/scaling-stages.svg")));
+  const std::string html = read_file(dir.file("s.html"));
+  CHECK_THAT(html, Contains("<section id=\"scaling\">") && Contains("id=\"scaling-speedup\"") &&
+                       Contains("id=\"scaling-stages\"") && Contains("1, 2 (headsep scaling)"));
+  // Each count's marker sits at the JSON's speedup; the copies' marker at the ceiling's.
+  auto values = [](const std::string& svg, const std::string& cls, const std::string& attr) {
+    std::map<unsigned, double> out;
+    const std::regex re("class=\"" + cls + "\" data-threads=\"([0-9]+)\" data-" + attr + "=\"([^\"]+)\"");
+    for (std::sregex_iterator it(svg.begin(), svg.end(), re), end; it != end; ++it)
+      out[unsigned(std::stoul((*it)[1]))] += std::stod((*it)[2]);
+    return out;
+  };
+  const auto engine = values(speed, "marker engine", "speedup"), copies = values(speed, "marker ceiling", "speedup");
+  REQUIRE(engine.size() == 2);
+  CHECK(engine.at(1) == Approx(j["counts"][0]["speedup"].get<double>()).epsilon(1e-9));
+  CHECK(engine.at(2) == Approx(j["counts"][1]["speedup"].get<double>()).epsilon(1e-9));
+  REQUIRE(copies.size() == 1);
+  CHECK(copies.at(2) == Approx(j["counts"][1]["ceiling"]["speedup"].get<double>()).epsilon(1e-9));
+  // The stacked bars of a count add up to its profile's busy seconds.
+  std::map<unsigned, double> busy;
+  const std::regex bar("data-threads=\"([0-9]+)\" data-stage=\"[a-z]+\" data-busy=\"([^\"]+)\"");
+  for (std::sregex_iterator it(stages.begin(), stages.end(), bar), end; it != end; ++it)
+    busy[unsigned(std::stoul((*it)[1]))] += std::stod((*it)[2]);
+  for (const auto& c : j["counts"]) {
+    double total = 0;
+    for (const auto& st : c["profile"]["stages"]) total += st["busy_s"].get<double>();
+    CHECK(busy[c["threads"].get<unsigned>()] == Approx(total).epsilon(1e-9));
+  }
 }
 
 TEST_CASE("headsep sweep: separation against a parameter, as a table, JSON and a figure", "[report][sweep][cli]") {
