@@ -614,6 +614,12 @@ Figure sweep_figure(const Sweep& sw) {
 
 // ---------------------------------------------------------------- scaling
 
+// Both scaling figures: width, plot left/right/top/bottom, height.
+struct Frame {
+  double W, L, R, T, B, H;
+};
+constexpr Frame kScalingFrame{620, 60, 440, 50, 320, 370};
+
 // What `r.threads` independent 1-thread copies got, as a speedup over runs[0] (0 if not measured).
 double scaling_ceiling(const Scaling& sc, const ScalingRun& r) {
   if (!r.copies_wall_s || *r.copies_wall_s <= 0 || sc.runs.empty()) return 0;
@@ -623,11 +629,8 @@ double scaling_ceiling(const Scaling& sc, const ScalingRun& r) {
 // Speedup against thread count: the engine's (median run, whisker from its slowest to its
 // fastest run), linear scaling dashed, and with --ceiling what independent copies got.
 Figure scaling_speedup(const Scaling& sc) {
-  const double W = 620, L = 60, R = 440, T = 50, B = 320, H = 370;
-  Figure f;
-  f.id = "scaling-speedup";
-  f.section = "scaling";
-  f.title = "Speedup against threads";
+  const auto [W, L, R, T, B, H] = kScalingFrame;
+  Figure f{"scaling-speedup", "scaling", "Speedup against threads", ""};
   const auto& runs = sc.runs;
   const double t0 = runs.empty() ? 1 : runs[0].threads, w0 = runs.empty() ? 1 : runs[0].wall_s;
   auto speedup = [&](double wall) { return wall > 0 ? w0 / wall : 0.0; };
@@ -681,11 +684,8 @@ Figure scaling_speedup(const Scaling& sc) {
 // Busy thread-seconds per stage at each count, one stacked bar per count: where the time went,
 // and which stage grew when threads were added.
 Figure scaling_stages(const Scaling& sc) {
-  const double W = 620, L = 60, R = 440, T = 50, B = 320, H = 370;
-  Figure f;
-  f.id = "scaling-stages";
-  f.section = "scaling";
-  f.title = "Busy thread-seconds per stage";
+  const auto [W, L, R, T, B, H] = kScalingFrame;
+  Figure f{"scaling-stages", "scaling", "Busy thread-seconds per stage", ""};
   double top = 0;
   for (const auto& r : sc.runs) {
     double sum = 0;
