@@ -81,14 +81,12 @@ class MetricHash final : public ResultSink {
 // Stage kinds in pipeline order: the breakdown a scaling table can show in one row.
 const char* const kKinds[] = {"input", "generate", "axes", "weighting", "validate", "kernels", "attention", "forward", "heads", "prepare", "consume"};
 
-// The 1-thread run's wall time (0 when no count is 1).
-double one_thread_wall(const std::vector<ScalingPoint>& points) {
-  for (const auto& p : points)
-    if (p.threads == 1) return p.wall_s;
-  return 0;
+// The copies' throughput (copies jobs in their wall time) over the first count's, the basis of
+// every speedup in the table, the JSON and the report: with the first count at 1 thread (the
+// usual --counts), the speedup fully independent work gets on this machine.
+double ceiling_speedup(const ScalingPoint& p, const ScalingPoint& first) {
+  return p.copies * first.wall_s / p.ceiling_wall_s;
 }
-// copies x the work of the 1-thread run in the copies' wall time: the speedup independent work gets.
-double ceiling_speedup(const ScalingPoint& p, double w1) { return p.copies * w1 / p.ceiling_wall_s; }
 // The engine's throughput at p.threads over the copies' throughput: (1 / wall) / (copies / their wall).
 double share_of_ceiling(const ScalingPoint& p) { return p.ceiling_wall_s / (p.copies * p.wall_s); }
 
@@ -119,8 +117,7 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
   char line[512];
   const std::vector<std::string> kinds = stage_kinds(points);  // only the kinds some count used
   const bool spread = !points.empty() && points[0].walls_s.size() > 1;
-  const double w1 = one_thread_wall(points);
-  const bool ceiling = w1 > 0 && std::any_of(points.begin(), points.end(), [](const ScalingPoint& p) { return p.copies; });
+  const bool ceiling = !points.empty() && points[0].wall_s > 0 && std::any_of(points.begin(), points.end(), [](const ScalingPoint& p) { return p.copies; });
   std::snprintf(line, sizeof line, "%7s %9s %12s %8s %10s %9s", "threads", spread ? "median s" : "wall s", "groups/s",
                 "speedup", "efficiency", "identical");
   out += line;
@@ -143,7 +140,7 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
     }
     if (ceiling) {
       if (p.copies && p.ceiling_wall_s > 0)
-        std::snprintf(line, sizeof line, " %7.2fx %5.0f%%", ceiling_speedup(p, w1), 100 * share_of_ceiling(p));
+        std::snprintf(line, sizeof line, " %7.2fx %5.0f%%", ceiling_speedup(p, points[0]), 100 * share_of_ceiling(p));
       else
         std::snprintf(line, sizeof line, " %8s %6s", "-", "-");
       out += line;
@@ -159,12 +156,12 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
   if (ceiling)
     for (const auto& p : points) {
       if (!p.copies || p.ceiling_wall_s <= 0 || p.wall_s <= 0) continue;
-      const double share = share_of_ceiling(p);
+      const double share = share_of_ceiling(p), speedup = points[0].wall_s / p.wall_s;
       std::snprintf(line, sizeof line,
-                    "%u threads: %.2fx the 1-thread run; %u independent 1-thread copies at once: %.2fx (the machine's "
+                    "%u threads: %.2fx the %u-thread run; %u independent 1-thread copies at once: %.2fx (the machine's "
                     "ceiling for this job now); the engine gets %.0f %% of it: %s\n",
-                    p.threads, w1 / p.wall_s, p.copies, ceiling_speedup(p, w1), 100 * share,
-                    w1 / p.wall_s >= 0.98 * p.threads ? "linear"
+                    p.threads, speedup, points[0].threads, p.copies, ceiling_speedup(p, points[0]), 100 * share,
+                    speedup >= 0.98 * p.threads / points[0].threads ? "linear"
                     : share >= 0.95 ? "the rest of the way to linear is the machine's (shared caches, memory, the "
                                       "hypervisor), not the engine's"
                                     : "the engine loses the difference to parallel overhead (compare the stages' busy "
@@ -179,7 +176,6 @@ std::string scaling_json(const std::vector<ScalingPoint>& points, const std::str
   ordered_json j;
   j["job"] = job;
   bool all = true;
-  const double w1 = one_thread_wall(points);
   ordered_json arr = ordered_json::array();
   for (const auto& p : points) {
     all = all && p.identical && p.copies_identical;
@@ -194,11 +190,11 @@ std::string scaling_json(const std::vector<ScalingPoint>& points, const std::str
     e["efficiency"] = speedup * points[0].threads / p.threads;
     e["identical"] = p.identical;
     if (!p.walls_s.empty()) e["walls_s"] = p.walls_s;  // every run (--repeat); wall_s is the median run's
-    if (p.copies && p.ceiling_wall_s > 0 && w1 > 0)
+    if (p.copies && p.ceiling_wall_s > 0 && points[0].wall_s > 0)
       e["ceiling"] = {{"copies", p.copies},
                       {"wall_s", p.ceiling_wall_s},
                       {"walls_s", p.ceiling_walls_s},
-                      {"speedup", ceiling_speedup(p, w1)},
+                      {"speedup", ceiling_speedup(p, points[0])},
                       {"engine_share", share_of_ceiling(p)},
                       {"identical", p.copies_identical}};
     e["profile"] = ordered_json::parse(p.profile_json);

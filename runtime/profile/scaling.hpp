@@ -41,8 +41,9 @@ std::vector<std::string> stage_kinds(const std::vector<ScalingPoint>& points);
 /// A point's busy thread-seconds in the stages of one kind (0 when it has none).
 double stage_busy(const ScalingPoint& point, const std::string& kind);
 
-/// The table; with --ceiling, also each count's ceiling (threads x the 1-thread wall / the copies'
-/// wall: the speedup fully independent work gets on this machine) and the engine's share of it.
+/// The table; with --ceiling, also each count's ceiling (threads x the first count's wall / the
+/// copies' wall — with the first count at 1 thread, the speedup fully independent work gets on
+/// this machine; every speedup here is against the first count) and the engine's share of it.
 std::string scaling_table(const std::vector<ScalingPoint>& points);
 std::string scaling_json(const std::vector<ScalingPoint>& points, const std::string& job);
 
