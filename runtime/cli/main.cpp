@@ -1,5 +1,8 @@
 // headsep — command-line front end.
 // Exit status: 0 ok, 1 bad input or plugin error (message on stderr), 2 usage error.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -363,17 +366,130 @@ struct ModelJob;
 ModelJob open_model_job(const RunArgs& a, bool report);
 prof::ScalingPoint model_scaling_point(const RunArgs& a, unsigned threads);
 
+std::string read_text_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw Error(path + ": " + std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  for (std::size_t got; (got = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, got);
+  std::fclose(f);
+  return text;
+}
+
+/// A private folder under $TMPDIR for one command's scratch files, removed with everything in it.
+struct ScratchDir {
+  std::filesystem::path path;
+  ScratchDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "headsep-scaling-XXXXXX").string();
+    if (!::mkdtemp(t.data())) throw Error("cannot create a folder in " + std::filesystem::temp_directory_path().string() + ": " + std::strerror(errno));
+    path = t;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+/// One count of `headsep scaling --ranks`: the job as `headsep run` under the MPI launcher with
+/// `ranks` ranks of a.threads threads each, its summary (with rank 0's profile) read back. The
+/// launcher is a command template, split at spaces, with {ranks} standing for the count.
+prof::ScalingPoint rank_scaling_point(const RunArgs& a, unsigned ranks, const std::string& launcher,
+                                      const std::filesystem::path& dir) {
+  std::vector<std::string> argv;
+  bool placed = false;
+  for (std::size_t i = 0; i < launcher.size();) {
+    while (i < launcher.size() && launcher[i] == ' ') ++i;
+    std::size_t j = launcher.find(' ', i);
+    if (j == std::string::npos) j = launcher.size();
+    if (j > i) {
+      std::string word = launcher.substr(i, j - i);
+      for (std::size_t at; (at = word.find("{ranks}")) != std::string::npos; placed = true)
+        word.replace(at, 7, std::to_string(ranks));
+      argv.push_back(std::move(word));
+    }
+    i = j;
+  }
+  if (argv.empty() || !placed) throw UsageError("--launcher needs {ranks} where the rank count goes, e.g. 'mpirun -np {ranks}'");
+  const std::string tag = std::to_string(ranks) + "-" + std::to_string(::getpid());
+  const std::filesystem::path summary = dir / ("summary-" + tag + ".json"), log = dir / ("stderr-" + tag + ".txt");
+  argv.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
+  for (const char* w : {"run", "-q", "--profile"}) argv.emplace_back(w);
+  auto opt = [&](const char* flag, const std::string& v) { argv.emplace_back(flag), argv.push_back(v); };
+  if (!a.scenario.empty()) opt("--scenario", a.scenario);
+  if (!a.weighting.empty()) opt("--weighting", a.weighting);
+  if (!a.input.empty()) opt("--input", a.input);
+  for (const auto& p : a.params) opt("-p", p);
+  for (const auto& d : a.plugin_dirs) opt("--plugin-dir", d);
+  for (const auto& r : a.reports) opt("--report", r);
+  opt("--axes", a.axes);
+  if (!a.simd.empty()) opt("--simd", a.simd);
+  opt("--precision", a.precision);
+  if (a.chunk) opt("--chunk", std::to_string(a.chunk));
+  opt("--top", std::to_string(a.top));
+  opt("--threads", std::to_string(a.threads));
+  opt("--summary", summary.string());
+
+  std::vector<char*> cargv;
+  for (auto& w : argv) cargv.push_back(w.data());
+  cargv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  // The child's profile table and progress go to a file, shown only when the run fails.
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  const int err = posix_spawnp(&pid, cargv[0], &fa, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  std::string command;
+  for (const auto& w : argv) command += (command.empty() ? "" : " ") + w;
+  if (err != 0) throw Error("scaling --ranks: cannot start '" + argv[0] + "': " + std::strerror(err));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::string tail = read_text_file(log.string());
+    if (tail.size() > 2000) tail = "..." + tail.substr(tail.size() - 2000);
+    throw Error("scaling --ranks " + std::to_string(ranks) + ": `" + command + "` " +
+                (WIFEXITED(status) ? "exited " + std::to_string(WEXITSTATUS(status)) : std::string("was killed by a signal")) +
+                (tail.empty() ? std::string() : ":\n" + tail));
+  }
+  auto doc = nlohmann::ordered_json::parse(read_text_file(summary.string()));
+  if (!doc.contains("profile")) throw Error("scaling --ranks: " + summary.string() + " has no profile section");
+  prof::ScalingPoint p;
+  p.profile_json = doc["profile"].dump(2);
+  p.profile = prof::profile_from_json(p.profile_json);
+  doc.erase("profile");  // the rest must be byte-identical at every count
+  p.summary_json = doc.dump(2);
+  p.ranks = ranks, p.threads = a.threads;
+  p.wall_s = p.profile.wall_s, p.reports = p.profile.reports, p.groups = p.profile.groups;
+  std::filesystem::remove(summary), std::filesystem::remove(log);
+  return p;
+}
+
 /// headsep scaling: the same job at each thread count, profiled; the summary (and with
 /// --check all every metric bit) must be identical at every count and every repetition.
 /// --repeat R runs the counts R times, interleaved and in reverse order every other round (1,2 then
 /// 2,1 ...), and keeps each count's median run: a shared machine's speed drifts within seconds,
 /// and one run per count measures the drift as much as the code.
 int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& json, const std::string& check,
-                unsigned repeat, bool ceiling) {
+                unsigned repeat, bool ceiling, const std::string& rank_counts, const std::string& launcher) {
   if (check != "summary" && check != "all") throw UsageError("--check must be summary or all");
   if (!a.model.empty() && check == "all")
     throw UsageError("--model: scaling compares the per layer x head summaries (--check summary); --check all is for the engine's metrics");
-  const auto list = prof::parse_thread_counts(counts, unsigned(std::max(1, oneapi::tbb::info::default_concurrency())));
+  const bool by_ranks = !rank_counts.empty();
+  if (by_ranks) {
+    if (!counts.empty()) throw UsageError("--ranks and --counts exclude each other (--threads sets each rank's threads)");
+    if (ceiling) throw UsageError("--ceiling is for thread counts (one process), not --ranks");
+    if (!a.model.empty()) throw UsageError("--ranks: --model runs in one process (its pipeline is not sharded over MPI ranks)");
+    if (check == "all") throw UsageError("--ranks compares the summaries (--check summary): the ranks' metrics stay in their processes");
+    if (a.input == "-") throw UsageError("--ranks: --input - (standard input) cannot be read again for every count");
+  } else if (a.threads != 0) {
+    throw UsageError("--threads is each rank's thread count with --ranks; for thread counts use --counts");
+  }
+  std::optional<ScratchDir> scratch;
+  if (by_ranks) scratch.emplace();
+  const auto list = by_ranks ? prof::parse_thread_counts(rank_counts, 1)
+                             : prof::parse_thread_counts(counts, unsigned(std::max(1, oneapi::tbb::info::default_concurrency())));
   if (ceiling && !a.model.empty()) throw UsageError("--ceiling: engine jobs only (not --model)");
   if (ceiling && std::find(list.begin(), list.end(), 1u) == list.end())
     throw UsageError("--ceiling compares with the 1-thread run: put 1 in --counts");
@@ -422,8 +538,14 @@ int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& 
     p.profile_json = j.profiler.json();
     p.summary_json = j.summary->json();
   };
+  RunArgs ranked = a;
+  if (by_ranks) {
+    if (ranked.threads == 0) ranked.threads = 1;
+    open_job(1);  // every plugin, parameter and input error here, before the launcher starts
+  }
   auto one = [&](unsigned n) {
     if (!a.model.empty()) return model_scaling_point(a, n);  // a BERT model's heads (run_model's pipeline)
+    if (by_ranks) return rank_scaling_point(ranked, n, launcher, scratch->path);
     auto j = open_job(n);
     run_job(*j);
     return std::move(j->point);
@@ -470,7 +592,7 @@ int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& 
       p.identical = !ref || (p.summary_json == ref->summary_json && p.metrics_hash == ref->metrics_hash);
       if (!a.quiet) {
         const double rate = p.wall_s > 0 ? double(a.model.empty() ? p.groups : p.reports) / p.wall_s : 0.0;
-        std::fprintf(stderr, "scaling: %u thread%s: %.3f s, %.4g %s/s%s\n", n, n == 1 ? "" : "s", p.wall_s, rate,
+        std::fprintf(stderr, "scaling: %u %s%s: %.3f s, %.4g %s/s%s\n", n, by_ranks ? "rank" : "thread", n == 1 ? "" : "s", p.wall_s, rate,
                      a.model.empty() ? "groups" : "reports", p.identical ? "" : "  OUTPUT DIFFERS");
       }
       runs[i].push_back(std::move(p));
@@ -529,21 +651,23 @@ int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& 
     for (const auto& k : prof::stage_kinds(points)) sc.kinds.push_back(k);
     for (const auto& p : points) {
       report::ScalingRun r;
-      r.threads = p.threads, r.wall_s = p.wall_s, r.min_s = r.max_s = p.wall_s;
+      r.threads = prof::count_of(p), r.wall_s = p.wall_s, r.min_s = r.max_s = p.wall_s;
       for (double w : p.walls_s) r.min_s = std::min(r.min_s, w), r.max_s = std::max(r.max_s, w);
       if (p.copies && p.ceiling_wall_s > 0) r.copies_wall_s = p.ceiling_wall_s;
       for (const auto& k : sc.kinds) r.busy.push_back(prof::stage_busy(p, k));
       sc.identical = sc.identical && p.identical && p.copies_identical;
       sc.runs.push_back(std::move(r));
     }
+    if (by_ranks) sc.unit = "ranks";
     d.scaling = std::move(sc);
     report::write(d, a.report_html, a.plot_svg);
   }
   std::printf("%s", prof::scaling_table(points).c_str());
   for (const auto& p : points) {
     if (!p.identical)
-      throw Error("scaling: the output at " + std::to_string(p.threads) + " threads differs from the output at " +
-                  std::to_string(points[0].threads) + " (results must not depend on the thread count)");
+      throw Error("scaling: the output at " + std::to_string(prof::count_of(p)) + (by_ranks ? " ranks" : " threads") +
+                  " differs from the output at " + std::to_string(prof::count_of(points[0])) +
+                  (by_ranks ? " (results must not depend on the rank count)" : " (results must not depend on the thread count)"));
     if (!p.copies_identical)
       throw Error("scaling: an independent 1-thread copy of the job (--ceiling, " + std::to_string(p.copies) +
                   " at once) gave a different output from the first run");
@@ -862,7 +986,8 @@ int main(int argc, char** argv) {
   runc->add_option("--trace", ra.trace, "Write a Chrome trace-event JSON timeline (Perfetto, chrome://tracing)");
 
   RunArgs ca;  // headsep scaling: the job's options, then the counts
-  std::string scaling_counts, scaling_json, scaling_check = "summary";
+  std::string scaling_counts, scaling_json, scaling_check = "summary", scaling_ranks;
+  std::string scaling_launcher = "mpirun -np {ranks}";
   unsigned scaling_repeat = 1;
   bool scaling_ceiling = false;
   auto* scalingc = app.add_subcommand("scaling", "Run one job at several thread counts: speedup, efficiency, stages");
@@ -874,6 +999,11 @@ int main(int argc, char** argv) {
   scalingc->add_flag("--ceiling", scaling_ceiling,
                      "Also run N independent 1-thread copies of the job at once for each count N > 1: the speedup fully "
                      "independent work gets on this machine, to tell the engine's scaling losses from the machine's");
+  scalingc->add_option("--ranks", scaling_ranks,
+                       "MPI rank counts instead of thread counts, e.g. 1,2,4: the job under --launcher at each");
+  scalingc->add_option("--launcher", scaling_launcher,
+                       "With --ranks: the MPI launcher, {ranks} for the count (split at spaces)")->capture_default_str();
+  scalingc->add_option("--threads", ca.threads, "With --ranks: threads per rank (default 1)");
   scalingc->add_option("--check", scaling_check,
                        "What must be identical at every count: summary (its JSON) or all (also every metric bit)")
       ->capture_default_str();
@@ -964,7 +1094,8 @@ int main(int argc, char** argv) {
     if (*example) rc = lead ? example_cmd(ea) : 0;
     else if (*sweepc) rc = lead ? sweep_cmd(sa, sweep_vary, sweep_json) : 0;
     else if (*runc) rc = run_cmd(ra);
-    else if (*scalingc) rc = lead ? scaling_cmd(ca, scaling_counts, scaling_json, scaling_check, scaling_repeat, scaling_ceiling) : 0;
+    else if (*scalingc) rc = lead ? scaling_cmd(ca, scaling_counts, scaling_json, scaling_check, scaling_repeat, scaling_ceiling,
+                                                     scaling_ranks, scaling_launcher) : 0;
     else if (*pluginsc) rc = lead ? plugins_cmd(list_dirs, list_name) : 0;
     else if (*infoc) rc = lead ? info_cmd() : 0;
     // What went to standard output (rows, the table) must have arrived: a full disk there is an

@@ -94,6 +94,51 @@ double share_of_ceiling(const ScalingPoint& p) { return p.ceiling_wall_s / (p.co
 
 std::unique_ptr<ResultSink> make_metric_hash(std::uint64_t& out) { return std::make_unique<MetricHash>(out); }
 
+ProfileResult profile_from_json(const std::string& text) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    ProfileResult r;
+    r.wall_s = j.at("wall_s").get<double>();
+    r.threads = j.at("threads").get<unsigned>();
+    r.batches = j.at("batches").get<std::uint64_t>();
+    r.reports = j.at("reports").get<std::uint64_t>();
+    r.groups = j.at("groups").get<std::uint64_t>();
+    r.busy_s = j.at("busy_s").get<double>();
+    r.cpu_s = j.at("cpu_s").get<double>();
+    for (const auto& js : j.at("stages")) {
+      StageProfile st;
+      st.name = js.at("name").get<std::string>();
+      st.kind = js.at("kind").get<std::string>();
+      st.plugin = js.at("plugin").get<std::string>();
+      st.serial = js.at("serial").get<bool>();
+      st.active_s = js.at("active_s").get<double>();
+      st.busy_s = js.at("busy_s").get<double>();
+      st.cpu_s = js.at("cpu_s").get<double>();
+      st.share = js.at("share").get<double>();
+      st.batches = js.at("batches").get<std::uint64_t>();
+      st.cycles = js.value("cycles", std::uint64_t(0));
+      st.instructions = js.value("instructions", std::uint64_t(0));
+      st.llc_misses = js.value("llc_misses", std::uint64_t(0));
+      r.stages.push_back(std::move(st));
+    }
+    for (const auto& jt : j.at("thread_detail")) {
+      ThreadProfile t;
+      t.index = jt.at("index").get<unsigned>();
+      t.busy_s = jt.at("busy_s").get<double>();
+      t.cpu_s = jt.at("cpu_s").get<double>();
+      t.idle_s = jt.at("idle_s").get<double>();
+      t.invocations = jt.at("invocations").get<std::uint64_t>();
+      r.thread_list.push_back(t);
+    }
+    r.counters = j.at("counters").at("available").get<bool>();
+    r.counters_note = j.at("counters").at("note").get<std::string>();
+    r.diagnosis = j.at("diagnosis").get<std::vector<std::string>>();
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("a run's profile JSON: ") + e.what());
+  }
+}
+
 std::vector<std::string> stage_kinds(const std::vector<ScalingPoint>& points) {
   std::vector<std::string> kinds;
   for (const char* k : kKinds)
@@ -118,18 +163,20 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
   const std::vector<std::string> kinds = stage_kinds(points);  // only the kinds some count used
   const bool spread = !points.empty() && points[0].walls_s.size() > 1;
   const bool ceiling = !points.empty() && points[0].wall_s > 0 && std::any_of(points.begin(), points.end(), [](const ScalingPoint& p) { return p.copies; });
-  std::snprintf(line, sizeof line, "%7s %9s %12s %8s %10s %9s", "threads", spread ? "median s" : "wall s", "groups/s",
+  const bool ranks = !points.empty() && points[0].ranks;
+  const char* unit = ranks ? "rank" : "thread";
+  std::snprintf(line, sizeof line, "%7s %9s %12s %8s %10s %9s", ranks ? "ranks" : "threads", spread ? "median s" : "wall s", "groups/s",
                 "speedup", "efficiency", "identical");
   out += line;
   if (spread) out += "   min s   max s";
   if (ceiling) out += "  ceiling  of it";
   for (const auto& k : kinds) std::snprintf(line, sizeof line, " %9.9s", k.c_str()), out += line;
-  out += "   (busy thread-seconds per stage)\n";
+  out += ranks ? "   (rank 0's busy thread-seconds per stage)\n" : "   (busy thread-seconds per stage)\n";
   for (const auto& p : points) {
     const double speedup = p.wall_s > 0 && !points.empty() ? points[0].wall_s / p.wall_s : 0;
-    // Efficiency against the first count: speedup / (threads / first threads).
-    const double eff = p.threads && points[0].threads ? speedup * points[0].threads / p.threads : 0;
-    std::snprintf(line, sizeof line, "%7u %9.3f %12.4g %7.2fx %9.1f%% %9s", p.threads, p.wall_s,
+    // Efficiency against the first count: speedup / (count / first count).
+    const double eff = count_of(p) && count_of(points[0]) ? speedup * count_of(points[0]) / count_of(p) : 0;
+    std::snprintf(line, sizeof line, "%7u %9.3f %12.4g %7.2fx %9.1f%% %9s", count_of(p), p.wall_s,
                   p.wall_s > 0 ? p.groups / p.wall_s : 0.0, speedup, 100 * eff, p.identical ? "yes" : "NO");
     out += line;
     if (spread) {
@@ -150,9 +197,14 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
   }
   for (const auto& p : points)
     if (!p.profile.diagnosis.empty()) {
-      std::snprintf(line, sizeof line, "%u thread%s: ", p.threads, p.threads == 1 ? "" : "s");
+      std::snprintf(line, sizeof line, "%u %s%s: ", count_of(p), unit, count_of(p) == 1 ? "" : "s");
       out += line + p.profile.diagnosis[0] + "\n";
     }
+  if (ranks)
+    out += "each rank at " + std::to_string(points[0].threads) + " thread" + (points[0].threads == 1 ? "" : "s") +
+           "; a count's time is rank 0's engine time (pipeline start to the last chunk merged, the launcher's "
+           "start-up excluded); rank 0's stages hold its own share of the computing, the others' results "
+           "arriving (input) and the merge\n";
   if (ceiling)
     for (const auto& p : points) {
       if (!p.copies || p.ceiling_wall_s <= 0 || p.wall_s <= 0) continue;
@@ -181,13 +233,14 @@ std::string scaling_json(const std::vector<ScalingPoint>& points, const std::str
     all = all && p.identical && p.copies_identical;
     const double speedup = p.wall_s > 0 ? points[0].wall_s / p.wall_s : 0;
     ordered_json e;
+    if (p.ranks) e["ranks"] = p.ranks;  // and `threads` per rank
     e["threads"] = p.threads;
     e["wall_s"] = p.wall_s;
     e["reports"] = p.reports;
     e["groups"] = p.groups;
     e["groups_per_s"] = p.wall_s > 0 ? p.groups / p.wall_s : 0.0;
     e["speedup"] = speedup;
-    e["efficiency"] = speedup * points[0].threads / p.threads;
+    e["efficiency"] = speedup * count_of(points[0]) / count_of(p);
     e["identical"] = p.identical;
     if (!p.walls_s.empty()) e["walls_s"] = p.walls_s;  // every run (--repeat); wall_s is the median run's
     if (p.copies && p.ceiling_wall_s > 0 && points[0].wall_s > 0)

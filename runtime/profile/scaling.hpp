@@ -12,7 +12,8 @@
 namespace headsep::prof {
 
 struct ScalingPoint {
-  unsigned threads = 0;
+  unsigned threads = 0;            ///< threads of the run (with `ranks`: of each rank)
+  unsigned ranks = 0;              ///< 0: one process; K: K MPI ranks (`headsep scaling --ranks`)
   double wall_s = 0;               ///< this run's (with --repeat, the median run's)
   std::vector<double> walls_s;     ///< every run of this count, in run order (--repeat)
   std::uint64_t reports = 0, groups = 0;
@@ -36,10 +37,17 @@ std::vector<unsigned> parse_thread_counts(const std::string& list, unsigned core
 /// without writing their rows.
 std::unique_ptr<ResultSink> make_metric_hash(std::uint64_t& out);
 
+/// A run's profile back from its JSON (Profiler::json(), e.g. the `profile` section of a summary
+/// written by another process). Throws Error when a field is missing or of the wrong type.
+ProfileResult profile_from_json(const std::string& json);
+
 /// The stage kinds any of the points used, in pipeline order ("input", "generate", ...).
 std::vector<std::string> stage_kinds(const std::vector<ScalingPoint>& points);
 /// A point's busy thread-seconds in the stages of one kind (0 when it has none).
 double stage_busy(const ScalingPoint& point, const std::string& kind);
+
+/// What a point's count counts: its ranks (rank sweeps) or its threads.
+inline unsigned count_of(const ScalingPoint& p) noexcept { return p.ranks ? p.ranks : p.threads; }
 
 /// The table; with --ceiling, also each count's ceiling (threads x the first count's wall / the
 /// copies' wall — with the first count at 1 thread, the speedup fully independent work gets on

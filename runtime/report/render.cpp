@@ -620,6 +620,11 @@ struct Frame {
 };
 constexpr Frame kScalingFrame{620, 60, 440, 50, 320, 370};
 
+// The header's note after the counts: "(headsep scaling)", or "ranks (headsep scaling --ranks)".
+std::string sc_unit_note(const Scaling& sc) {
+  return sc.unit == "ranks" ? " ranks (headsep scaling --ranks)" : " (headsep scaling)";
+}
+
 // What `r.threads` independent 1-thread copies got, as a speedup over runs[0] (0 if not measured).
 double scaling_ceiling(const Scaling& sc, const ScalingRun& r) {
   if (!r.copies_wall_s || *r.copies_wall_s <= 0 || sc.runs.empty()) return 0;
@@ -630,7 +635,7 @@ double scaling_ceiling(const Scaling& sc, const ScalingRun& r) {
 // fastest run), linear scaling dashed, and with --ceiling what independent copies got.
 Figure scaling_speedup(const Scaling& sc) {
   const auto [W, L, R, T, B, H] = kScalingFrame;
-  Figure f{"scaling-speedup", "scaling", "Speedup against threads", ""};
+  Figure f{"scaling-speedup", "scaling", "Speedup against " + sc.unit, ""};
   const auto& runs = sc.runs;
   const double t0 = runs.empty() ? 1 : runs[0].threads, w0 = runs.empty() ? 1 : runs[0].wall_s;
   auto speedup = [&](double wall) { return wall > 0 ? w0 / wall : 0.0; };
@@ -644,7 +649,7 @@ Figure scaling_speedup(const Scaling& sc) {
   std::string o = svg_open(f.id, "scaling", W, H);
   o += text(8, 18, escape(f.title), "font-size=\"14\" font-weight=\"bold\" class=\"fig-title\"");
   o += text(8, 36, "speedup over the first count's median run; whiskers: slowest to fastest run", "fill=\"#444\"");
-  o += x_axis(tx, sx, T, B, "threads", (L + R) / 2);
+  o += x_axis(tx, sx, T, B, sc.unit, (L + R) / 2);
   o += y_axis(ty, sy, L, R, "speedup", (T + B) / 2);
   o += line(sx(t0), sy(1), sx(tmax), sy(tmax / t0), "class=\"linear\" stroke=\"#999\" stroke-dasharray=\"5,4\"");
   std::string pts;
@@ -657,7 +662,7 @@ Figure scaling_speedup(const Scaling& sc) {
       o += line(x, sy(speedup(r.max_s)), x, sy(speedup(r.min_s)), "stroke=\"" + std::string(mk.colour) + "\"");
     o += glyph(1, x, sy(s), 5,
                "class=\"marker engine\" data-threads=\"" + std::to_string(r.threads) + "\" data-speedup=\"" + exact(s) + "\"") +
-         "<title>" + escape(std::to_string(r.threads) + " threads: " + number(s) + "× (" + number(r.wall_s) + " s)") +
+         "<title>" + escape(std::to_string(r.threads) + " " + sc.unit + ": " + number(s) + "× (" + number(r.wall_s) + " s)") +
          "</title></path>\n";
     if (r.copies_wall_s) {
       const double c = scaling_ceiling(sc, r);
@@ -703,7 +708,7 @@ Figure scaling_stages(const Scaling& sc) {
   o += "<g class=\"axis x\">" + line(L, B, R, B, "stroke=\"#333\"");
   for (std::size_t i = 0; i < n; ++i)
     o += text(L + slot * (double(i) + 0.5), B + 17, std::to_string(sc.runs[i].threads), "text-anchor=\"middle\"");
-  o += text((L + R) / 2, B + 34, "threads", "text-anchor=\"middle\" class=\"axis-title\"") + "</g>\n";
+  o += text((L + R) / 2, B + 34, sc.unit, "text-anchor=\"middle\" class=\"axis-title\"") + "</g>\n";
   static constexpr const char* colours[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7",
                                             "#56B4E9", "#000000", "#F0E442", "#999999", "#882255", "#44AA99"};
   for (std::size_t i = 0; i < n; ++i) {
@@ -718,7 +723,7 @@ Figure scaling_stages(const Scaling& sc) {
                                      "\" data-threads=\"" + std::to_string(r.threads) + "\" data-stage=\"" +
                                      escape(sc.kinds[k]) + "\" data-busy=\"" + exact(r.busy[k]) + "\"");
       bar_svg.replace(bar_svg.size() - 3, 3,  // "/>\n": a tooltip inside
-                      "><title>" + escape(sc.kinds[k] + " at " + std::to_string(r.threads) + " threads: " +
+                      "><title>" + escape(sc.kinds[k] + " at " + std::to_string(r.threads) + " " + sc.unit + ": " +
                                           number(r.busy[k]) + " s") + "</title></rect>\n");
       o += bar_svg;
       acc += r.busy[k];
@@ -870,7 +875,7 @@ std::string html(const ReportData& d, const std::vector<Figure>& figs) {
   if (d.scaling) {  // one run per count
     threads.clear();
     for (const auto& r : d.scaling->runs) threads += (threads.empty() ? "" : ", ") + std::to_string(r.threads);
-    threads += " (headsep scaling)";
+    threads += sc_unit_note(*d.scaling);
   }
   row("threads", escape(threads), "threads");
   row("SIMD level", escape(h.simd), "simd");
@@ -966,13 +971,14 @@ std::string html(const ReportData& d, const std::vector<Figure>& figs) {
   }
   if (d.scaling) {
     const auto& sc = *d.scaling;
-    o += "<section id=\"scaling\">\n<h2>Scaling</h2>\n<p class=\"note\">The same job at each thread count. Speedup and "
+    o += "<section id=\"scaling\">\n<h2>Scaling</h2>\n<p class=\"note\">The same job at each " +
+         std::string(sc.unit == "ranks" ? "MPI rank count (busy seconds: rank 0's stages)" : "thread count") + ". Speedup and "
          "efficiency are against the first count; with <code>--ceiling</code>, the speedup that as many independent "
          "1-thread copies of the job got at once on this machine, and the engine's share of it (near 100 %: what is "
          "left to linear is the machine's).</p>\n";
     if (!sc.identical) o += "<p class=\"warn\">The outputs differed between counts.</p>\n";
     o += section_figs("scaling");
-    o += "<table class=\"scaling\">\n<tr><th>threads</th><th>wall s</th><th>min s</th><th>max s</th><th>speedup</th>"
+    o += "<table class=\"scaling\">\n<tr><th>" + sc.unit + "</th><th>wall s</th><th>min s</th><th>max s</th><th>speedup</th>"
          "<th>efficiency</th><th>ceiling</th><th>share of ceiling</th></tr>\n";
     const double w0 = sc.runs.empty() ? 0 : sc.runs[0].wall_s, t0 = sc.runs.empty() ? 1 : sc.runs[0].threads;
     for (const auto& r : sc.runs) {

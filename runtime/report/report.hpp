@@ -108,6 +108,7 @@ struct Scaling {
   std::vector<std::string> kinds;    ///< stage kinds, pipeline order (input, generate, ...)
   std::vector<ScalingRun> runs;      ///< in --counts order; speedups are against runs[0]
   bool identical = true;             ///< every count gave the same output
+  std::string unit = "threads";      ///< what a count counts: "threads", or "ranks" (MPI processes)
 };
 
 /// What was run, so a report can be reproduced.

@@ -2,7 +2,7 @@
 # Scale-out tests (docs/DISTRIBUTED.md): the CLI under mpirun against the same command in one
 # process, byte for byte; failures on any rank; two network namespaces as two hosts.
 # Usage: dist_test.sh CASE HEADSEP FAULT_PLUGIN_DIR SOURCE_DIR
-#   CASE: synthetic | csv | failures | netns (killed: the killed-rank case of failures alone)
+#   CASE: synthetic | csv | failures | netns | scaling (killed: the killed-rank case of failures alone)
 set -uo pipefail
 case_=$1 H=$2 F=$3 SRC=$4
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x LSAN_OPTIONS)
@@ -213,6 +213,49 @@ EOF
     fail "netns: offset writes across hosts were not refused"
   grep -qF "all ranks on one host" "$dir/err" || fail "netns: offset writes refusal: $(head -3 "$dir/err")"
   [ ! -e "$dir/off.csv" ] || fail "netns: offset writes left a file"
+}
+
+# `headsep scaling --ranks`: the same job under the launcher at each rank count, the summaries
+# compared, the table and JSON from rank 0's profile; bad launchers named.
+scaling() {
+  local launcher="env LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}detect_leaks=0 ${MPIRUN[*]} -np {ranks}"
+  local job=(-s ops-reports -w axis-focus -p reports=30000 -p seed=7 --chunk 1000 -q)
+  "$H" scaling --ranks 1,2,3 --launcher "$launcher" --repeat 2 "${job[@]}" --json "$dir/sc.json" \
+    --report-html "$dir/sc.html" > "$dir/sc.txt" 2> "$dir/sc.err" || fail "scaling --ranks: $(tail -5 "$dir/sc.err")"
+  grep -q "^  ranks " "$dir/sc.txt" || fail "scaling --ranks: no ranks column: $(head -2 "$dir/sc.txt")"
+  grep -q "^each rank at 1 thread;" "$dir/sc.txt" || fail "scaling --ranks: no note on what the times are"
+  python3 - "$dir/sc.json" <<'PY' || fail "scaling --ranks: JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["counts"]
+assert d["outputs_identical"] is True, d["outputs_identical"]
+assert [e["ranks"] for e in c] == [1, 2, 3] and all(e["threads"] == 1 for e in c), c
+for e in c:
+    assert len(e["walls_s"]) == 2 and e["wall_s"] in e["walls_s"], e
+    assert e["reports"] == 30000 and e["groups"] == 90000, e
+    assert abs(e["speedup"] - c[0]["wall_s"] / e["wall_s"]) < 1e-9, e
+    assert abs(e["efficiency"] - e["speedup"] / e["ranks"]) < 1e-9, e
+    p = e["profile"]
+    assert p["wall_s"] == e["wall_s"] and p["reports"] == 30000, p
+    kinds = {s["kind"] for s in p["stages"]}
+    assert {"input", "prepare", "consume"} <= kinds, kinds
+# Rank 0 computes its share (every chunk i with i mod K == 0) and merges all 30.
+for e in c:
+    k = e["ranks"]
+    gen = [s for s in e["profile"]["stages"] if s["kind"] == "generate"]
+    assert gen and gen[0]["batches"] == len(range(0, 30, k)), (k, gen)
+    cons = [s for s in e["profile"]["stages"] if s["kind"] == "consume"]
+    assert cons[0]["batches"] == 30, cons
+PY
+  grep -q "Speedup against ranks" "$dir/sc.html" || fail "scaling --ranks: the report's figure is not against ranks"
+  # Refused: no {ranks}; --counts with --ranks; a launcher that fails (named, with its exit status).
+  "$H" scaling --ranks 1,2 --launcher "mpirun -np 2" "${job[@]}" 2> "$dir/err" && fail "scaling: launcher without {ranks} accepted"
+  grep -qF "{ranks}" "$dir/err" || fail "scaling: launcher without {ranks}: $(head -2 "$dir/err")"
+  "$H" scaling --ranks 1,2 --counts 1,2 "${job[@]}" 2> "$dir/err" && fail "scaling: --ranks with --counts accepted"
+  grep -q "exclude each other" "$dir/err" || fail "scaling: --ranks with --counts: $(head -2 "$dir/err")"
+  "$H" scaling --ranks 2 --launcher "false {ranks}" "${job[@]}" 2> "$dir/err" && fail "scaling: a failing launcher gave exit 0"
+  grep -q "scaling --ranks 2: \`false 2 .* exited 1" "$dir/err" || fail "scaling: failing launcher not named: $(head -2 "$dir/err")"
+  return 0
 }
 
 "$case_"

@@ -11,6 +11,7 @@
 #include "headsep/profile.hpp"
 #include "headsep/run.hpp"
 #include "headsep/summary.hpp"
+#include "profile/scaling.hpp"
 #include "test_util.hpp"
 
 using namespace testutil;
@@ -109,6 +110,41 @@ TEST_CASE("profile: stage times add up to the threads' busy time", "[profile]") 
     CHECK(p.groups == 600000);
     CHECK_FALSE(p.diagnosis.empty());
   }
+}
+
+TEST_CASE("profile: the JSON reads back into the same result (scaling --ranks reads rank 0's from its summary)", "[profile]") {
+  Job job(50000);
+  Summary summary(RunInfo{job.axes.names(), job.weighting->heads()});
+  Profiler prof;
+  RunOptions opt;
+  opt.threads = 2;
+  opt.chunk_reports = 4096;
+  opt.profiler = &prof;
+  run(*job.source, *job.weighting, job.axes, opt, {&summary});
+  const ProfileResult& p = prof.result();
+  const ProfileResult q = prof::profile_from_json(prof.json());
+  CHECK(q.wall_s == p.wall_s);  // JSON doubles round-trip exactly
+  CHECK(q.threads == p.threads);
+  CHECK(q.batches == p.batches);
+  CHECK(q.reports == p.reports);
+  CHECK(q.groups == p.groups);
+  CHECK(q.busy_s == p.busy_s);
+  CHECK(q.cpu_s == p.cpu_s);
+  REQUIRE(q.stages.size() == p.stages.size());
+  for (std::size_t i = 0; i < p.stages.size(); ++i) {
+    CHECK(q.stages[i].name == p.stages[i].name);
+    CHECK(q.stages[i].kind == p.stages[i].kind);
+    CHECK(q.stages[i].plugin == p.stages[i].plugin);
+    CHECK(q.stages[i].serial == p.stages[i].serial);
+    CHECK(q.stages[i].busy_s == p.stages[i].busy_s);
+    CHECK(q.stages[i].active_s == p.stages[i].active_s);
+    CHECK(q.stages[i].batches == p.stages[i].batches);
+  }
+  REQUIRE(q.thread_list.size() == p.thread_list.size());
+  for (std::size_t i = 0; i < p.thread_list.size(); ++i) CHECK(q.thread_list[i].busy_s == p.thread_list[i].busy_s);
+  CHECK(q.diagnosis == p.diagnosis);
+  CHECK(q.counters_note == p.counters_note);
+  CHECK_THROWS_WITH(prof::profile_from_json(R"({"wall_s": 1})"), Contains("profile JSON"));
 }
 
 TEST_CASE("trace: writes Chrome trace-event JSON covering every batch", "[profile]") {
