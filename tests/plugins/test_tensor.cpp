@@ -260,6 +260,11 @@ TEST_CASE("tensor: bad files and parameters name the file and the tensor", "[ten
   };
   std::vector<float> nan_x = u.x;
   nan_x[2 * 12 + 5] = std::nanf("");
+  std::vector<float> inf_f = u.f;  // [15 tokens][3 columns]: token row 10 = report 3, token 1
+  inf_f[10 * 3 + 2] = std::numeric_limits<float>::infinity();
+  std::vector<double> ninf_f(u.f.begin(), u.f.end());
+  ninf_f[4 * 3 + 0] = -std::numeric_limits<double>::infinity();
+  const std::map<std::string, std::string> named{{"features", "decision_axis,evidence_axis,condition_axis"}};
   const std::vector<Case> cases = {
       {"nox.safetensors", safetensors({{"y", "F32", {5, 3, 4}, xb}}), {}, {"nox.safetensors", "tensor 'x'", "missing"}},
       {"int.safetensors", safetensors({{"x", "I32", {5, 3, 4}, xb}}), {}, {"tensor 'x'", "dtype I32"}},
@@ -285,6 +290,10 @@ TEST_CASE("tensor: bad files and parameters name the file and the tensor", "[ten
       {"colx.safetensors", safetensors({{"x", "F32", {5, 3, 4}, xb}}), {{"features", "x[4]"}}, {"'x[4]'", "x[0]..x[3]"}},
       {"nan.safetensors", safetensors({{"x", "F32", {5, 3, 4}, bytes_of(nan_x)}}), {},
        {"nan.safetensors", "tensor 'x'", "row 7", "report #2", "token 1", "component 1", "NaN"}},
+      {"inff.safetensors", safetensors({{"features", "F32", {15, 3}, bytes_of(inf_f)}, {"x", "F32", {5, 3, 4}, xb}}, named), {},
+       {"inff.safetensors", "tensor 'features'", "row 10", "report #3", "token 1", "column 'condition_axis'", ": inf"}},
+      {"ninff.safetensors", safetensors({{"features", "F64", {15, 3}, bytes_of(ninf_f)}, {"x", "F32", {5, 3, 4}, xb}}, named), {},
+       {"tensor 'features'", "row 4", "report #1", "token 1", "column 'decision_axis'", "-inf"}},
       {"trunc.safetensors", safetensors({{"x", "F32", {5, 3, 4}, xb}}).substr(0, 100), {}, {"trunc.safetensors"}},
   };
   for (const auto& c : cases) {
