@@ -488,7 +488,7 @@ int scaling_cmd(const RunArgs& a, const std::string& counts, const std::string& 
   }
   std::optional<ScratchDir> scratch;
   if (by_ranks) scratch.emplace();
-  const auto list = by_ranks ? prof::parse_thread_counts(rank_counts, 1)
+  const auto list = by_ranks ? prof::parse_thread_counts(rank_counts, 1, "--ranks")
                              : prof::parse_thread_counts(counts, unsigned(std::max(1, oneapi::tbb::info::default_concurrency())));
   if (ceiling && !a.model.empty()) throw UsageError("--ceiling: engine jobs only (not --model)");
   if (ceiling && std::find(list.begin(), list.end(), 1u) == list.end())

@@ -9,7 +9,7 @@
 
 namespace headsep::prof {
 
-std::vector<unsigned> parse_thread_counts(const std::string& list, unsigned cores) {
+std::vector<unsigned> parse_thread_counts(const std::string& list, unsigned cores, const char* option) {
   std::vector<unsigned> out;
   if (list.empty()) {
     cores = std::max(1u, cores);
@@ -25,7 +25,7 @@ std::vector<unsigned> parse_thread_counts(const std::string& list, unsigned core
     char* end = nullptr;
     const unsigned long v = std::strtoul(item.c_str(), &end, 10);
     if (item.empty() || *end || v == 0 || v > 4096)
-      throw UsageError("--counts: '" + item + "' is not a thread count (1..4096), in '" + list + "'");
+      throw UsageError(std::string(option) + ": '" + item + "' is not a count (1..4096), in '" + list + "'");
     out.push_back(static_cast<unsigned>(v));
     i = j + 1;
   }

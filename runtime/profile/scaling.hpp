@@ -29,8 +29,9 @@ struct ScalingPoint {
   bool copies_identical = true;         ///< every copy gave the first run's output
 };
 
-/// "1,2,4" -> {1,2,4}; empty -> 1, 2, 4, ... up to `cores`, and `cores` itself. Throws UsageError.
-std::vector<unsigned> parse_thread_counts(const std::string& list, unsigned cores);
+/// "1,2,4" -> {1,2,4}; empty -> 1, 2, 4, ... up to `cores`, and `cores` itself. Throws UsageError
+/// naming `option` (--counts, or --ranks for rank counts).
+std::vector<unsigned> parse_thread_counts(const std::string& list, unsigned cores, const char* option = "--counts");
 
 /// A sink that hashes every metric of every batch bit for bit (hashing in prepare(), on the
 /// worker threads; combined in batch order in consume()), so two runs can be compared exactly

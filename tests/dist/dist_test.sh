@@ -251,6 +251,8 @@ PY
   # Refused: no {ranks}; --counts with --ranks; a launcher that fails (named, with its exit status).
   "$H" scaling --ranks 1,2 --launcher "mpirun -np 2" "${job[@]}" 2> "$dir/err" && fail "scaling: launcher without {ranks} accepted"
   grep -qF "{ranks}" "$dir/err" || fail "scaling: launcher without {ranks}: $(head -2 "$dir/err")"
+  "$H" scaling --ranks 1,x "${job[@]}" 2> "$dir/err" && fail "scaling: --ranks 1,x accepted"
+  grep -qF -- "--ranks: 'x' is not a count" "$dir/err" || fail "scaling: --ranks 1,x: $(head -2 "$dir/err")"
   "$H" scaling --ranks 1,2 --counts 1,2 "${job[@]}" 2> "$dir/err" && fail "scaling: --ranks with --counts accepted"
   grep -q "exclude each other" "$dir/err" || fail "scaling: --ranks with --counts: $(head -2 "$dir/err")"
   "$H" scaling --ranks 2 --launcher "false {ranks}" "${job[@]}" 2> "$dir/err" && fail "scaling: a failing launcher gave exit 0"
