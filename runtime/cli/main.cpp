@@ -990,7 +990,7 @@ int main(int argc, char** argv) {
   std::string scaling_launcher = "mpirun -np {ranks}";
   unsigned scaling_repeat = 1;
   bool scaling_ceiling = false;
-  auto* scalingc = app.add_subcommand("scaling", "Run one job at several thread counts: speedup, efficiency, stages");
+  auto* scalingc = app.add_subcommand("scaling", "Run one job at several thread counts (or MPI rank counts, --ranks): speedup, efficiency, stages");
   scalingc->add_option("--counts", scaling_counts, "Thread counts, e.g. 1,2,4 (default 1, 2, 4, ... up to the cores)");
   scalingc->add_option("--json", scaling_json, "Write the table and every count's profile as JSON");
   scalingc->add_option("--repeat", scaling_repeat,
