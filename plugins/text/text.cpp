@@ -11,7 +11,7 @@
 
 #include "headsep/plugin_sdk.hpp"
 #include "text_reports.hpp"
-#include "text_util.hpp"  // the core's UTF-8 check (a built-in plugin, linked with the core)
+#include "support/text_util.hpp"  // the core's UTF-8 check (a built-in plugin, linked with the core)
 
 namespace {
 

@@ -39,10 +39,10 @@
 #include "headsep/source.hpp"
 #include "headsep/summary.hpp"
 #include "report/report.hpp"
-#include "text_util.hpp"
+#include "support/text_util.hpp"
 #include "profile/scaling.hpp"
-#include "csv_ranges.hpp"
-#include "dist.hpp"
+#include "dist/csv_ranges.hpp"
+#include "dist/dist.hpp"
 
 namespace headsep {
 extern const std::string_view seed_csv;

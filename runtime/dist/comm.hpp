@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dist.hpp"
+#include "dist/dist.hpp"
 
 namespace headsep::dist::detail {
 

@@ -30,8 +30,8 @@
 #include <map>
 #include <mutex>
 
-#include "comm.hpp"
-#include "csv_ranges.hpp"
+#include "dist/comm.hpp"
+#include "dist/csv_ranges.hpp"
 #include "headsep/batch.hpp"
 
 namespace headsep::dist {

@@ -16,9 +16,9 @@
 #include <map>
 #include <set>
 
-#include "comm.hpp"
-#include "csv_ranges.hpp"
-#include "dist.hpp"
+#include "dist/comm.hpp"
+#include "dist/csv_ranges.hpp"
+#include "dist/dist.hpp"
 #include "headsep/batch.hpp"
 
 namespace headsep::dist {

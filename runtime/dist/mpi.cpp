@@ -11,8 +11,8 @@
 #include <mutex>
 #include <thread>
 
-#include "comm.hpp"
-#include "dist.hpp"
+#include "dist/comm.hpp"
+#include "dist/dist.hpp"
 
 namespace headsep::dist {
 namespace {

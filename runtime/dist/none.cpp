@@ -1,6 +1,6 @@
 // headsep — the scale-out layer when MPI is not compiled in: one process, always.
-#include "csv_ranges.hpp"
-#include "dist.hpp"
+#include "dist/csv_ranges.hpp"
+#include "dist/dist.hpp"
 
 namespace headsep::dist {
 

@@ -1,5 +1,5 @@
 // attention_kernel for AVX2 + FMA (compiled with -mavx2 -mfma only; see CMakeLists.txt).
-#include "attention_simd_impl.hpp"
+#include "kernels/attention_simd_impl.hpp"
 
 namespace headsep::kernels {
 template struct attention_kernel<fma3_avx2>;

@@ -1,5 +1,5 @@
 // attention_kernel for AVX-512 F/CD/DQ/BW + FMA (compiled with those flags only; see CMakeLists.txt).
-#include "attention_simd_impl.hpp"
+#include "kernels/attention_simd_impl.hpp"
 
 namespace headsep::kernels {
 template struct attention_kernel<xsimd::avx512bw>;

@@ -10,9 +10,9 @@
 #include <sys/mman.h>
 #endif
 
-#include "attention_scalar.hpp"
-#include "attention_simd.hpp"
-#include "gelu.hpp"
+#include "kernels/attention_scalar.hpp"
+#include "kernels/attention_simd.hpp"
+#include "kernels/gelu.hpp"
 #include "headsep/error.hpp"
 
 namespace headsep {

@@ -10,7 +10,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "headsep/attention.hpp"
-#include "metrics_simd.hpp"
+#include "kernels/metrics_simd.hpp"
 
 namespace headsep::kernels {
 

@@ -27,7 +27,7 @@
 //   8 reports, 2048x64x64x4 1.76 vs 2.49 ms per 32.
 // - The Q/K/V projections (project(), AttentionPlan's default) are a packed-panel GEMM: 8 rows x
 //   48 columns of accumulators on AVX-512, bias first, then Σ_k in order, so a row's result does
-//   not depend on which rows share the call (runtime/attention/attention.cpp says why not BLAS).
+//   not depend on which rows share the call (runtime/attention/plan.cpp says why not BLAS).
 // - xsimd 8.1 has no AVX-512 fma (it falls back to an unfused mul + add), hence fmadd().
 // - f32 throughout one row (FMA, tree-shaped horizontal sums), f64 across queries (the pair sums
 //   JS, overlap and output dot product: f32 vectors across a tile's <= 32 rows, then f64 across
@@ -43,8 +43,8 @@
 
 #include <immintrin.h>  // AVX-512/AVX2 intrinsics in if-constexpr branches (declared for every target)
 
-#include "attention_simd.hpp"
-#include "gelu.hpp"
+#include "kernels/attention_simd.hpp"
+#include "kernels/gelu.hpp"
 
 namespace headsep::kernels {
 namespace attn_detail {

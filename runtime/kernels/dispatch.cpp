@@ -2,11 +2,11 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "float_bits.hpp"
+#include "support/float_bits.hpp"
 #include "headsep/error.hpp"
 #include "headsep/kernels.hpp"
-#include "metrics_scalar.hpp"
-#include "metrics_simd.hpp"
+#include "kernels/metrics_scalar.hpp"
+#include "kernels/metrics_simd.hpp"
 
 namespace headsep {
 

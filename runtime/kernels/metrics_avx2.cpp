@@ -1,5 +1,5 @@
 // metrics_kernel for AVX2 + FMA (compiled with -mavx2 -mfma only; see CMakeLists.txt).
-#include "metrics_simd_impl.hpp"
+#include "kernels/metrics_simd_impl.hpp"
 
 namespace headsep::kernels {
 template struct metrics_kernel<fma3_avx2>;

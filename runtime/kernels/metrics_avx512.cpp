@@ -1,5 +1,5 @@
 // metrics_kernel for AVX-512 F/CD/DQ/BW + FMA (compiled with those flags only; see CMakeLists.txt).
-#include "metrics_simd_impl.hpp"
+#include "kernels/metrics_simd_impl.hpp"
 
 namespace headsep::kernels {
 template struct metrics_kernel<xsimd::avx512bw>;

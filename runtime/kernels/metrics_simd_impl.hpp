@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "metrics_simd.hpp"
+#include "kernels/metrics_simd.hpp"
 
 namespace headsep::kernels {
 namespace simd_detail {

@@ -21,8 +21,8 @@
 #include "headsep/error.hpp"
 #include "headsep/run.hpp"
 #include "profile/profiler_impl.hpp"
-#include "token_pool.hpp"
-#include "tsan_order.hpp"
+#include "support/token_pool.hpp"
+#include "support/tsan_order.hpp"
 
 namespace headsep {
 namespace {

@@ -6,7 +6,7 @@
 #include "headsep/error.hpp"
 #include "headsep/summary.hpp"
 #include "report/report.hpp"
-#include "text_util.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep::report {
 

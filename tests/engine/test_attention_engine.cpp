@@ -56,7 +56,7 @@ TEST_CASE("qkv: summary with head and pair statistics, identical across threads 
 
 TEST_CASE("qkv: batches of long reports split across threads give the same bits as one thread", "[attention][cli]") {
   // 20..70 tokens, d_model 64: a batch of 64 reports is ~200 MFLOP, so with 2 threads the
-  // attention stage splits it into parts run as nested tasks (attention_stage.cpp); ragged
+  // attention stage splits it into parts run as nested tasks (runtime/attention/stage.cpp); ragged
   // lengths make the parts' cuts fall between reports of different lengths.
   TempDir dir;
   const std::string base = "run --scenario ops-reports --weighting qkv -p ops-reports.d_model=64 -p min_tokens=20 "

@@ -1,4 +1,4 @@
-// Fuzz harness: `--axes` expressions (runtime/axes.cpp). The whole input is the expression. A
+// Fuzz harness: `--axes` expressions (runtime/io/axes.cpp). The whole input is the expression. A
 // parsed spec must be what parse_axes promises (named, unique axes; every term a non-empty
 // column with a finite coefficient); binding it to a fixed schema and projecting a small batch
 // must either work or refuse with an Error.

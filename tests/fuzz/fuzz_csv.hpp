@@ -1,4 +1,4 @@
-// Fuzz harness: the CSV input (runtime/csv_reader.cpp tokenizer, runtime/csv_source.cpp seed-schema
+// Fuzz harness: the CSV input (runtime/io/csv_reader.cpp tokenizer, runtime/io/csv_source.cpp seed-schema
 // source). The whole input is the file, so the corpus is plain CSV. Each input goes through:
 //  1. the tokenizer alone, every record (it must never stop with anything but an InputError),
 //     once in one block and once in blocks of a few bytes — the records must be the same;
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "csv_reader.hpp"
+#include "io/csv_reader.hpp"
 #include "fuzz_common.hpp"
 #include "headsep/source.hpp"
 

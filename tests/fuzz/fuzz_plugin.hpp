@@ -1,6 +1,6 @@
-// Fuzz harness: the plugin host's checks (runtime/plugin_host.cpp: load_entry's descriptor and
+// Fuzz harness: the plugin host's checks (runtime/host/plugin_host.cpp: load_entry's descriptor and
 // parameter-table checks, describe()'s schema, every chunk of next_chunk / fill, describe_weighting's
-// info; runtime/plugin_attention.cpp: attention specs), through a real plugin whose declarations
+// info; runtime/host/attention_spec.cpp: attention specs), through a real plugin whose declarations
 // come from the fuzz bytes (tests/fuzz/plugin/fuzzplug.cpp explains how, and why it never lies
 // about its own memory). Byte 0 configures the host side (max_reports, the schema a weighting
 // is created for, fill vs next); the rest is the plugin's script.

@@ -1,4 +1,4 @@
-// Differential test: headsep's CSV tokenizer (runtime/csv_reader.hpp) against Python's csv module
+// Differential test: headsep's CSV tokenizer (runtime/io/csv_reader.hpp) against Python's csv module
 // (tests/fuzz/csv_reference.py, /usr/bin/python3, stdlib only) on generated tricky files: quoted
 // fields holding separators, doubled quotes, CR / LF / CRLF inside and between records, mixed
 // record terminators, a BOM at the start and inside, empty and quoted-empty fields, trailing
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "csv_reader.hpp"
+#include "io/csv_reader.hpp"
 #include "headsep/error.hpp"
 #include "test_util.hpp"
 

@@ -1,6 +1,6 @@
 // fuzzplug.so — a plugin whose every declaration and behaviour comes from fuzz bytes, so the
-// host's checks (runtime/plugin_host.cpp load_entry, the schema, chunk and weighting-info checks,
-// runtime/plugin_attention.cpp plan_from_spec) run exactly as for a real plugin, through the
+// host's checks (runtime/host/plugin_host.cpp load_entry, the schema, chunk and weighting-info checks,
+// runtime/host/attention_spec.cpp plan_from_spec) run exactly as for a real plugin, through the
 // real dlopen path, without a private entry point into the host.
 //
 // How the harness drives it (tests/fuzz/fuzz_plugin.hpp): it dlopens this file once (so the

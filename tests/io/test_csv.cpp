@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "csv_reader.hpp"
+#include "io/csv_reader.hpp"
 #include "headsep/error.hpp"
 #include "headsep/source.hpp"
 #include "test_util.hpp"

@@ -1,6 +1,6 @@
 #include "headsep/stats.hpp"
 
-#include "float_bits.hpp"
+#include "support/float_bits.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-// Private: ABI 1.1 attention specs -> AttentionPlan (see plugin_attention.cpp).
+// Private: ABI 1.1 attention specs -> AttentionPlan (see attention_spec.cpp).
 #pragma once
 #include <memory>
 #include <string>

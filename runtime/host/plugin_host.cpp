@@ -23,8 +23,8 @@
 #include <type_traits>
 
 #include "headsep/plugin.h"
-#include "plugin_attention.hpp"
-#include "text_util.hpp"
+#include "host/attention_spec.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep {
 

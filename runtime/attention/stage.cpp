@@ -1,11 +1,11 @@
-// The engine's attention stage (see attention_stage.hpp).
+// The engine's attention stage (see stage.hpp).
 //
 // QKV schemes hand the whole batch to AttentionPlan::run (grouped BLAS projections, then the
 // fused per-report kernel); explicit-map schemes (per-query layout) are checked row by row and
 // measured here in double, with V = X. Both fill the same MetricBlock columns, so every sink
 // treats them alike. Kept reports (--attention) are recomputed one by one with their maps
 // materialised: the hot path never writes A to memory.
-#include "attention_stage.hpp"
+#include "attention/stage.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +18,7 @@
 
 #include "headsep/error.hpp"
 #include "headsep/stats.hpp"
-#include "tsan_order.hpp"
+#include "support/tsan_order.hpp"
 
 namespace headsep {
 namespace {

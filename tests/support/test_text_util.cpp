@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "test_util.hpp"
-#include "text_util.hpp"
+#include "support/text_util.hpp"
 
 using namespace headsep;
 

@@ -1,7 +1,7 @@
 // The host side of ABI 1.1's attention specs: a plugin's headsep_attention_spec (matrices it
 // owns, a safetensors path, or a seed) becomes an AttentionPlan the engine runs. Everything is
 // checked here, once, before any worker thread starts; messages name the plugin.
-#include "plugin_attention.hpp"
+#include "host/attention_spec.hpp"
 
 #include <cstring>
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "headsep/error.hpp"
-#include "text_util.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep {
 

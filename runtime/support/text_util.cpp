@@ -1,4 +1,4 @@
-#include "text_util.hpp"
+#include "support/text_util.hpp"
 
 #include <charconv>
 #include <cmath>

@@ -14,7 +14,7 @@
 #include <filesystem>
 
 #include "headsep/error.hpp"
-#include "text_util.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep {
 

@@ -29,14 +29,14 @@
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_pipeline.h>
 
-#include "attention_stage.hpp"
-#include "float_bits.hpp"
+#include "attention/stage.hpp"
+#include "support/float_bits.hpp"
 #include "headsep/attention.hpp"
 #include "headsep/error.hpp"
 #include "kernels/metrics_simd.hpp"
 #include "profile/profiler_impl.hpp"
-#include "token_pool.hpp"
-#include "tsan_order.hpp"
+#include "support/token_pool.hpp"
+#include "support/tsan_order.hpp"
 
 namespace headsep {
 namespace {

@@ -14,11 +14,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "csv_reader.hpp"
+#include "io/csv_reader.hpp"
 #include "headsep/error.hpp"
 #include "headsep/plugin_host.hpp"
 #include "headsep/source.hpp"
-#include "text_util.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep {
 namespace {
