@@ -6,6 +6,8 @@
 # Usage: scripts/run.sh [REPORTS]   (default 10000000)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Only what the job runs: the executable and the built-in plugins (scripts/test.sh builds the rest).
+build_targets=(headsep headsep_plugins)
 source "$here/scripts/setup.sh"
 reports=${1:-10000000}
 echo "== the seed exercise (headsep example) =="

