@@ -1,4 +1,4 @@
-// The report of a model run (--model): built from ModelSummary's per-scenario sums; means only.
+// The ReportData of a model run (--model): built from ModelSummary's per-scenario sums; means only.
 #include "headsep/attention.hpp"
 #include "headsep/model_run.hpp"
 #include "report/report.hpp"

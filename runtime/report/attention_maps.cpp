@@ -1,0 +1,86 @@
+// Attention maps: query x key weights of one head (or the baseline) in one of a scenario's top
+// reports, and which kept maps are drawn within the report's cell budget (Limits::map_cells).
+#include <algorithm>
+
+#include "report/figures.hpp"
+#include "report/svg.hpp"
+
+namespace headsep::report {
+
+std::string map_anchor(std::size_t si, std::size_t mi, std::uint32_t h) {
+  return "map-" + std::to_string(si) + "-" + std::to_string(mi) + "-h" + std::to_string(h);
+}
+
+Figure attention_map(const ReportData& d, std::size_t si, std::size_t mi, std::uint32_t h) {
+  const auto& s = d.scenarios[si];
+  const auto& m = s.maps[mi];
+  const double cell = m.keys > 24 ? 14 : 20;
+  std::size_t longest = 1;
+  for (const auto& t : m.tokens) longest = std::max(longest, std::min<std::size_t>(14, t.size()));
+  const double L = 30 + std::min(110.0, 7.0 * double(longest)), T = 60 + std::min(80.0, 5.0 * double(longest));
+  const double W = std::max(340.0, L + cell * m.keys + 20), H = T + cell * m.queries + 56;
+  Figure f;
+  f.id = map_anchor(si, mi, h);
+  f.section = "maps";
+  f.title = head_label(h) + " · report " + m.id;
+  std::string o = svg_open(f.id, "attention-map", W, H,
+                           " data-head=\"" + std::to_string(h) + "\" data-report=\"" + escape(m.id) +
+                               "\" data-report-index=\"" + std::to_string(m.index) + "\"");
+  o += text(8, 18, escape(cut(f.title, 44)), "font-size=\"13\" font-weight=\"bold\" class=\"fig-title\"");
+  std::string sub = cut(s.name, 24) + " · head_separation " + number(m.separation);
+  if (m.keys < m.n || m.queries < m.all_queries) sub += " · first " + std::to_string(m.keys) + " of " + std::to_string(m.n) + " tokens";
+  o += text(8, 34, escape(sub), "fill=\"#444\"");
+  for (std::uint32_t k = 0; k < m.keys; ++k)
+    o += "<text class=\"token key\" transform=\"translate(" + px(L + cell * (k + 0.5) + 3) + "," + px(T - 6) +
+         ") rotate(-60)\">" + escape(cut(m.tokens[k], 14)) + "</text>\n";
+  for (std::uint32_t q = 0; q < m.queries; ++q) {
+    const std::uint32_t tok = m.first_query + q;
+    const std::string name = tok < m.tokens.size() ? m.tokens[tok] : "#" + std::to_string(tok);
+    o += text(L - 6, T + cell * (q + 0.5) + 4, escape(cut(name, 14)), "class=\"token query\" text-anchor=\"end\"");
+    for (std::uint32_t k = 0; k < m.keys; ++k) {
+      const double w = m.maps[(std::size_t(h) * m.queries + q) * m.keys + k];
+      o += rect(L + cell * k, T + cell * q, cell - 1, cell - 1, "fill=\"" + blues(w) + "\"");
+    }
+  }
+  o += colour_bar(L, T + cell * m.queries + 12, 160, "0", "1", blues);
+  f.svg = o + "</svg>\n";
+  return f;
+}
+
+std::vector<std::size_t> maps_that_fit(const ReportData& d) {
+  // Which maps fit the cell budget (the bound on the report's size; html() says what is left
+  // out): every scenario's top report first, then every scenario's second, and so on.
+  std::vector<std::size_t> fit(shown(d), 0);
+  std::size_t cells = 0, most = 0;
+  for (std::size_t i = 0; i < shown(d); ++i) most = std::max(most, d.scenarios[i].maps.size());
+  for (std::size_t m = 0; m < most; ++m)
+    for (std::size_t i = 0; i < shown(d); ++i) {
+      const auto& s = d.scenarios[i];
+      if (fit[i] != m || m >= s.maps.size()) continue;  // a scenario's maps are drawn in top order
+      const std::size_t need = std::size_t(s.maps[m].queries) * s.maps[m].keys * (d.heads + 1);
+      if (cells + need > d.limits.map_cells) continue;
+      cells += need;
+      fit[i] = m + 1;
+    }
+  return fit;
+}
+
+std::vector<Figure> model_maps(const ReportData& d) {
+  // The top report's maps of every (scenario, layer) first, so each grid cell links to one, then
+  // the next reports while the report holds fewer than Limits::map_cells cells.
+  std::vector<Figure> maps;
+  std::size_t cells = 0, most = 0;
+  for (std::size_t i = 0; i < shown(d); ++i) most = std::max(most, d.scenarios[i].maps.size());
+  for (std::size_t m = 0; m < most; ++m)
+    for (std::size_t i = 0; i < shown(d); ++i) {
+      const auto& s = d.scenarios[i];
+      if (m >= s.maps.size()) continue;
+      const std::size_t need = std::size_t(s.maps[m].queries) * s.maps[m].keys * (d.heads + 1);
+      if (m > 0 && cells + need > d.limits.map_cells) continue;
+      cells += need;
+      for (std::uint32_t h = 0; h <= d.heads; ++h) maps.push_back(attention_map(d, i, m, h));
+    }
+  return maps;
+}
+
+}  // namespace headsep::report

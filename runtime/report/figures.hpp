@@ -1,0 +1,75 @@
+// The report's figure builders, one family per file (named below), and what they share:
+// figures.cpp puts them in reading order, page.cpp frames them in the HTML page.
+// Private to runtime/report/. Everything drawn comes from ReportData: no metric is computed here.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "report/report.hpp"
+
+namespace headsep::report {
+
+/// Scenarios drawn in detail: the first Limits::scenarios (the header table lists them all).
+std::size_t shown(const ReportData& d);
+
+// ---- seed_plot.cpp
+
+/// The seed's plot of every scenario drawn, all on the same axes.
+void add_seed_plots(const ReportData& d, std::vector<Figure>& out);
+
+// ---- distributions.cpp
+
+/// Histograms of head_separation and of every difference_from_single component, all scenarios
+/// on one axis per figure.
+void add_distributions(const ReportData& d, std::vector<Figure>& out);
+
+// ---- quantile_strips.cpp
+
+/// Per head quantile strips (p01–p99 line, p10–p90 box, p50 tick, mean dot) of one statistic
+/// of scenario `si`; v[i] is head first_head + i.
+Figure strips(const ReportData& d, std::size_t si, const std::string& stat, const std::vector<Stats>& v, double lo,
+              double hi, std::uint32_t first_head = 0, const std::string& section = "attention");
+
+// ---- js_heatmap.cpp
+
+/// The head x head mean Jensen–Shannon divergence of scenario `si`.
+Figure js_heatmap(const ReportData& d, std::size_t si);
+
+// ---- layer_head_grids.cpp
+
+/// Layer x head grid of an attention scheme's mean separation; `linked`: cells link to the maps
+/// of the scenario's top report.
+Figure layer_head_grid(const ReportData& d, std::size_t si, bool linked);
+/// A model run's grid; a cell links to its head's map in the top report when that map is drawn.
+Figure model_grid(const Grid& g, const std::set<std::string>& drawn);
+
+// ---- attention_maps.cpp
+
+/// The id of map `mi` (in top order) of scenario `si`, head h: what grid cells link to.
+std::string map_anchor(std::size_t si, std::size_t mi, std::uint32_t h);
+/// Query x key weights of head h (0 = the baseline) in map `mi` of scenario `si`.
+Figure attention_map(const ReportData& d, std::size_t si, std::size_t mi, std::uint32_t h);
+/// Attention schemes: per scenario drawn, how many of its maps (in top order) fit the cell budget.
+std::vector<std::size_t> maps_that_fit(const ReportData& d);
+/// Model runs: the maps drawn, every (scenario, layer)'s top report first.
+std::vector<Figure> model_maps(const ReportData& d);
+
+// ---- sweep_figure.cpp
+
+/// head_separation against the swept parameter, per scenario.
+Figure sweep_figure(const Sweep& sw);
+
+// ---- scaling_figures.cpp
+
+/// Speedup against the count, and busy thread-seconds per stage at each count.
+Figure scaling_speedup(const Scaling& sc);
+Figure scaling_stages(const Scaling& sc);
+/// The header's note after the counts: "(headsep scaling)", or "ranks (headsep scaling --ranks)".
+std::string sc_unit_note(const Scaling& sc);
+/// What `r.threads` independent 1-thread copies got, as a speedup over runs[0] (0 if not measured).
+double scaling_ceiling(const Scaling& sc, const ScalingRun& r);
+
+}  // namespace headsep::report

@@ -1,0 +1,48 @@
+// SVG drawing helpers every figure shares (defined in svg.cpp): numbers as pixels and data
+// attributes, the <svg> frame, text / line / rect elements, head markers, axes, colour scales.
+// Private to runtime/report/; the building blocks the unit tests use are in report.hpp.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "report/report.hpp"
+
+namespace headsep::report {
+
+/// Pixel coordinates with at most two decimals (smaller files, exact enough for a screen).
+std::string px(double v);
+/// Full precision for data-* attributes (tests read them back).
+std::string exact(double v);
+
+/// Opens a figure's <svg> element (font, size, white background); `extra` adds attributes.
+std::string svg_open(const std::string& id, const std::string& cls, double w, double h, const std::string& extra = "");
+std::string text(double x, double y, const std::string& escaped, const std::string& attrs = "");
+std::string line(double x1, double y1, double x2, double y2, const std::string& attrs);
+std::string rect(double x, double y, double w, double h, const std::string& attrs);
+
+/// "head 3" or "single-head baseline" (h = 0); head_short: "head3" or "single".
+std::string head_label(std::uint32_t h);
+std::string head_short(std::uint32_t h);
+/// A marker glyph; `attrs` adds classes and data. Yellow and light colours get a dark outline.
+/// The <path> is left open: the caller adds a <title> or closes it.
+std::string glyph(std::uint32_t h, double x, double y, double r, const std::string& attrs, double opacity = 1,
+                  bool outlined = false);
+
+/// Axis ticks, grid and labels for a horizontal axis at y = y0 spanning rows [top, y0].
+std::string x_axis(const Ticks& t, const Scale& sx, double top, double y0, const std::string& title, double title_x);
+/// The same for a vertical axis at x = left spanning columns [left, right].
+std::string y_axis(const Ticks& t, const Scale& sy, double left, double right, const std::string& title, double title_y);
+
+/// Viridis (sequential, colour-blind safe), t in [0, 1].
+std::string viridis(double t);
+/// White to dark blue for attention weights in [0, 1].
+std::string blues(double t);
+/// A horizontal bar of `colour` from 0 to 1, `w` wide, labelled `lo` and `hi` below its ends.
+std::string colour_bar(double x, double y, double w, const std::string& lo, const std::string& hi,
+                       const std::function<std::string(double)>& colour);
+
+/// `s` cut to `max_chars` code points (not bytes), "…" added when cut.
+std::string cut(const std::string& s, std::size_t max_chars);
+
+}  // namespace headsep::report
