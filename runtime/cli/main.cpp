@@ -1,0 +1,118 @@
+// headsep — command-line front end: builds the CLI11 app from one file per subcommand
+// (commands.hpp), dispatches to the one given, and maps exceptions to exit codes.
+// Exit status: 0 ok, 1 bad input or plugin error (message on stderr), 2 usage error.
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "dist/dist.hpp"
+#include "headsep/error.hpp"
+#include "headsep/output.hpp"
+
+namespace {
+
+using namespace headsep;
+using namespace headsep::cli;
+
+/// The command line as a shell would read it back: the header of a report says what was run.
+std::string shell_command_line(int argc, char** argv) {
+  std::string cl;
+  for (int i = 0; i < argc; ++i) {
+    std::string w = argv[i];
+    const bool plain = !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,:/@+%") == std::string::npos;
+    if (!plain) {
+      std::string q = "'";
+      for (char c : w) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      w = q + "'";
+    }
+    cl += (i ? " " : "") + w;
+  }
+  return cl;
+}
+
+/// A failure on any rank: one message, from rank 0, naming the rank; then every rank stops.
+int failed(const char* kind, const std::string& what, int code) {
+  const std::string cause = headsep::dist::where() + what;
+  if (headsep::dist::rank() == 0) std::fprintf(stderr, "headsep: %s%s\n", kind, cause.c_str());
+  headsep::dist::fail(cause, code);
+  return code;
+}
+
+/// Every subcommand's arguments and its place on the app, in the app's (--help) order.
+struct Commands {
+  RunArgs example_args, run_args;
+  ScalingArgs scaling_args;
+  SweepArgs sweep_args;
+  PluginsArgs plugins_args;
+  CLI::App *example, *run, *scaling, *sweep, *plugins, *info;
+
+  explicit Commands(CLI::App& app)
+      : example(add_example(app, example_args)),
+        run(add_run(app, run_args)),
+        scaling(add_scaling(app, scaling_args)),
+        sweep(add_sweep(app, sweep_args)),
+        plugins(add_plugins(app, plugins_args)),
+        info(add_info(app)) {}
+
+  /// Runs the subcommand given: on every rank for `run`, on rank 0 alone for the others.
+  int dispatch() const {
+    const bool lead = headsep::dist::rank() == 0;
+    if (*example) return lead ? example_cmd(example_args) : 0;
+    if (*sweep) return lead ? sweep_cmd(sweep_args) : 0;
+    if (*run) return run_cmd(run_args);
+    if (*scaling) return lead ? scaling_cmd(scaling_args) : 0;
+    if (*plugins) return lead ? plugins_cmd(plugins_args) : 0;
+    if (*info) return lead ? info_cmd() : 0;
+    return 0;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"headsep — how multi-head attention keeps relations apart"};
+  app.require_subcommand(1);
+  Commands commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  // Under an MPI launcher: every rank runs `run` (rank 0 merges and writes); the other commands
+  // run on rank 0 alone.
+  headsep::dist::init(&argc, &argv);
+  install_signal_handlers();
+  const std::string cl = shell_command_line(argc, argv);
+  commands.run_args.command_line = commands.example_args.command_line = cl;
+  commands.sweep_args.job.command_line = commands.scaling_args.job.command_line = cl;
+  // Ranks 1..K-1 write no files: when the launcher stops them (rank 0 failed), they end quietly.
+  if (headsep::dist::rank() != 0)
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL);
+  try {
+    const int rc = commands.dispatch();
+    // What went to standard output (rows, the table) must have arrived: a full disk there is an
+    // error, not a silent success.
+    const int flushed = std::fflush(stdout), err = errno;
+    if (flushed != 0 || std::ferror(stdout))
+      throw Error(std::string("<stdout>: write failed: ") + (flushed != 0 ? std::strerror(err) : "write error"));
+    headsep::dist::print_stats();
+    headsep::dist::finalize();
+    return rc;
+  } catch (const headsep::dist::RemoteError& e) {  // already names its rank
+    std::fprintf(stderr, "headsep: error: %s\n", e.what());
+    headsep::dist::fail(e.what(), 1);
+    return 1;
+  } catch (const UsageError& e) {
+    return failed("", e.what(), 2);
+  } catch (const std::bad_alloc&) {
+    return failed("error: ", "out of memory (docs/LIMITS.md)", 1);
+  } catch (const std::exception& e) {
+    return failed("error: ", e.what(), 1);
+  }
+}
