@@ -1,0 +1,61 @@
+// Each subcommand's entry points, one file each: add_X() puts its options on the app (the
+// --help order), X_cmd() runs it once parsed. main.cpp calls them in the app's order.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cli/options.hpp"
+#include "headsep/summary.hpp"
+#include "profile/scaling.hpp"
+
+namespace headsep::cli {
+
+// headsep example (example_cmd.cpp): the seed exercise from the bundled CSV.
+CLI::App* add_example(CLI::App& app, RunArgs& a);
+int example_cmd(const RunArgs& given);
+
+// headsep run (run_cmd.cpp): a report set through a weighting scheme into the outputs asked for.
+CLI::App* add_run(CLI::App& app, RunArgs& a);
+int run_cmd(const RunArgs& a);
+/// Runs a set-up source/weighting into the outputs asked for (run, example, sweep); `after`
+/// sees the summary and the stats once the run is done.
+int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&, const RunStats&)>& after = {});
+
+// headsep run --model (model_cmd.cpp): a BERT encoder's every (layer, head) on text reports.
+int model_cmd(const RunArgs& a);
+/// One count of `headsep scaling --model`.
+prof::ScalingPoint model_scaling_point(const RunArgs& a, unsigned threads);
+
+// headsep scaling (scaling_cmd.cpp): the job's options, then the counts.
+struct ScalingArgs {
+  RunArgs job;
+  std::string counts, json, check = "summary", ranks;
+  std::string launcher = "mpirun -np {ranks}";
+  unsigned repeat = 1;
+  bool ceiling = false;
+};
+CLI::App* add_scaling(CLI::App& app, ScalingArgs& s);
+int scaling_cmd(const ScalingArgs& s);
+
+// headsep sweep (sweep_cmd.cpp): one report set over a range of a plugin parameter.
+struct SweepArgs {
+  RunArgs job;
+  std::string vary, json;
+};
+CLI::App* add_sweep(CLI::App& app, SweepArgs& s);
+int sweep_cmd(const SweepArgs& s);
+
+// headsep plugins (plugins_cmd.cpp): the plugins found, or one plugin's parameters.
+struct PluginsArgs {
+  std::vector<std::string> dirs;
+  std::string name;
+};
+CLI::App* add_plugins(CLI::App& app, PluginsArgs& p);
+int plugins_cmd(const PluginsArgs& p);
+
+// headsep info (info_cmd.cpp): build and CPU capabilities.
+CLI::App* add_info(CLI::App& app);
+int info_cmd();
+
+}  // namespace headsep::cli

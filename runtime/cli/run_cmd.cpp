@@ -1,0 +1,239 @@
+// headsep run: its options, the checks made before anything is opened, and execute() (the
+// engine run into the outputs asked for), which example and sweep reuse. --model: model_cmd.cpp.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <oneapi/tbb/info.h>
+#include <set>
+
+#include "cli/commands.hpp"
+#include "dist/csv_ranges.hpp"
+#include "dist/dist.hpp"
+#include "headsep/error.hpp"
+
+namespace headsep::cli {
+
+namespace {
+
+/// --attention-reports: first:N | all | index:I,J,... | id:A,B,... -> which reports keep maps.
+std::function<bool(const ReportBatch&, std::size_t)> parse_keep(const std::string& spec) {
+  auto colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon), rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  auto list = [&] {
+    std::vector<std::string> v;
+    std::size_t i = 0;
+    while (i <= rest.size() && !rest.empty()) {
+      auto j = rest.find(',', i);
+      if (j == std::string::npos) j = rest.size();
+      if (j > i) v.push_back(rest.substr(i, j - i));
+      i = j + 1;
+    }
+    return v;
+  };
+  auto number = [&](const std::string& x) {
+    std::uint64_t v = 0;
+    auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
+    if (ec != std::errc() || p != x.data() + x.size() || x.empty())
+      throw UsageError("--attention-reports " + spec + ": '" + x + "' is not a report index");
+    return v;
+  };
+  if (kind == "all" && rest.empty()) return [](const ReportBatch&, std::size_t) { return true; };
+  if (kind == "first" && !rest.empty()) {
+    const std::uint64_t n = number(rest);
+    return [n](const ReportBatch& b, std::size_t r) { return b.first_report + r < n; };
+  }
+  if (kind == "index" && !rest.empty()) {
+    std::set<std::uint64_t> keep;
+    for (const auto& x : list()) keep.insert(number(x));
+    return [keep](const ReportBatch& b, std::size_t r) { return keep.count(b.first_report + r) > 0; };
+  }
+  if (kind == "id" && !rest.empty()) {
+    auto v = list();
+    std::set<std::string> keep(v.begin(), v.end());
+    return [keep](const ReportBatch& b, std::size_t r) { return keep.count(b.report_id(r)) > 0; };
+  }
+  throw UsageError("--attention-reports: expected first:N, all, index:I,J,... or id:A,B,..., got '" + spec + "'");
+}
+
+}  // namespace
+
+CLI::App* add_run(CLI::App& app, RunArgs& ra) {
+  auto* runc = app.add_subcommand("run", "Analyse a report set: a scenario generator through a weighting scheme");
+  runc->add_option("--scenario,-s", ra.scenario, "Scenario generator plugin (see 'headsep plugins')");
+  runc->add_option("--weighting,-w", ra.weighting, "Weighting scheme plugin (default: table when the data carries weights)");
+  add_plugin_options(*runc, ra);
+  runc->add_option("--input,-i", ra.input, "CSV in the seed schema ('-' = stdin): --scenario csv -p path=FILE --weighting table");
+  runc->add_option("--report", ra.reports, "Report id to analyse (repeatable; default: all)");
+  runc->add_option("--axes", ra.axes, "Context axes, e.g. 'd=decision_axis;ec=evidence_axis+condition_axis'")
+      ->capture_default_str();
+  runc->add_option("--format,-f", ra.format, "Rows on stdout (or --output) as text (the seed's format), jsonl or csv");
+  runc->add_option("--output,-o", ra.output, "Write the rows to this file (atomically) instead of stdout");
+  runc->add_option("--per-report", ra.per_report, "Stream every (report, scenario) row to PATH (.jsonl or .csv)");
+  runc->add_option("--summary", ra.summary, "Write the per-scenario summary (stats, quantiles, histogram, top-k) as JSON");
+  runc->add_option("--top", ra.top, "Reports with the largest separation kept per scenario")->capture_default_str();
+  runc->add_option("--bins", ra.bins, "Histogram bins of head_separation")->check(CLI::PositiveNumber)->capture_default_str();
+  runc->add_flag("--quiet,-q", ra.quiet, "No progress bar and no summary table");
+  runc->add_option("--threads", ra.threads, "Worker threads (0 = all cores)");
+  runc->add_option("--simd", ra.simd, "Force a SIMD level: scalar, sse2, avx2, avx512 (default: best, or $HEADSEP_SIMD)");
+  runc->add_option("--precision", ra.precision, "f64 (default, the seed's arithmetic) or f32")->capture_default_str();
+  runc->add_option("--chunk", ra.chunk,
+                   "Reports per batch (default 8192; attention schemes: 65536 / d_model, within 32..8192)")
+      ->check(CLI::PositiveNumber);
+  runc->add_option("--attention", ra.attention,
+                   "Attention schemes: write the attention maps (and multi-head output) of chosen reports as JSON lines");
+  runc->add_option("--attention-reports", ra.attention_reports, "Reports --attention keeps: first:N, all, index:I,J,.., id:A,B,..")
+      ->capture_default_str();
+  runc->add_option("--model", ra.model,
+                   "A BERT encoder folder (config.json, model.safetensors): its every (layer, head) measured on text reports "
+                   "(--scenario text or ops-text)");
+  runc->add_option("--max-report-mb", ra.max_report_mb,
+                   "Attention: refuse a report whose working memory exceeds this many MiB")->capture_default_str();
+  runc->add_flag("--profile", ra.profile,
+                 "Where the time goes: per stage, plugin and thread (table on stderr, 'profile' in --summary)");
+  runc->add_option("--trace", ra.trace, "Write a Chrome trace-event JSON timeline (Perfetto, chrome://tracing)");
+  runc->add_option("--report-html", ra.report_html, "Write an offline HTML report (seed plot, distributions, attention)");
+  runc->add_option("--plot-svg", ra.plot_svg, "Write each figure of the report as an SVG file into this folder");
+  return runc;
+}
+
+/// Runs a set-up source/weighting into the outputs asked for; files appear only when complete.
+///  - rows (one per report and scenario): --per-report PATH (format from the extension), or
+///    --output PATH / stdout in --format (default text). Rows go to stdout when --format is
+///    given, or when nothing else is asked for and the data names its scenarios (CSV input).
+///  - the per-scenario summary: JSON with --summary PATH, and a table on stdout when stdout is
+///    not carrying rows and no rows were asked for, or with --summary/--per-report (not --quiet).
+int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&, const RunStats&)>& after) {
+  RunOptions opt = run_options(a);
+  opt.progress = !a.quiet && ::isatty(STDERR_FILENO);
+  RunInfo info = run_info(s);
+  opt.max_report_bytes = a.max_report_mb << 20;
+  if (info.attention && a.chunk == 0) {
+    // A batch holds chunk x tokens x d_model floats of X (and the engine keeps 2 x threads batches
+    // alive): scale the default so wide embeddings do not multiply memory, 64 KiB-floats / width.
+    opt.chunk_reports = attention_chunk(s.source->schema());
+  }
+  const bool report = !a.report_html.empty() || !a.plot_svg.empty();
+  const bool rows_to_stdout = !a.sweep_value && a.output.empty() &&
+                              (!a.format.empty() || (a.per_report.empty() && a.summary.empty() && s.source->schema().names_scenarios));
+  std::vector<ResultSink*> sinks;
+  std::vector<std::unique_ptr<OutputFile>> files;
+  std::vector<std::unique_ptr<ResultWriter>> writers;
+  std::vector<std::unique_ptr<ResultSink>> writers_any;
+  auto add_rows = [&](const std::string& path, Format format) {
+    files.push_back(std::make_unique<OutputFile>(path));
+    writers.push_back(make_writer(format, *files.back(), info));
+    sinks.push_back(writers.back().get());
+  };
+  if (!a.attention.empty()) {
+    if (!info.attention)
+      throw UsageError("--attention: weighting '" + a.weighting + "' is not an attention scheme (try qkv or positional)");
+    opt.keep_maps = parse_keep(a.attention_reports);
+  }
+  // Scale-out (runtime/dist/): several ranks on one node share its cores unless --threads says;
+  // ranks 1..K-1 compute their share and leave every output to rank 0.
+  if (a.threads == 0 && dist::local_size() > 1)
+    opt.threads = std::max(1u, unsigned(oneapi::tbb::info::default_concurrency()) / unsigned(dist::local_size()));
+  if (report && info.attention) opt.keep_top_maps = a.top;  // the report's maps: the summary's top (docs/REPORTS.md)
+  bool full = !a.per_report.empty() || !a.output.empty() || rows_to_stdout || !a.attention.empty() || report;
+  // HEADSEP_ROWS=offsets (measured alternative, docs/DISTRIBUTED.md): each rank formats its rows
+  // and writes them at their offset in rank 0's file; only the summary's rows travel.
+  const bool offsets = dist::size() > 1 && dist::rows_by_offset_requested();
+  if (offsets) {
+    const bool one_file = a.per_report.empty() != (a.output.empty() || rows_to_stdout) && !rows_to_stdout;
+    const Format f = !one_file ? Format::text : !a.per_report.empty() ? format_from_extension(a.per_report)
+                                              : a.format.empty() ? Format::text : parse_format(a.format);
+    if (!one_file || f == Format::text || !a.attention.empty() || report || dist::local_size() != dist::size())
+      throw UsageError("HEADSEP_ROWS=offsets: rows to one file (--per-report or --output) in csv or jsonl, no --attention or report, all ranks on one host");
+    dist::set_offset_rows(f, info);
+    full = false;
+  }
+  if (dist::size() > 1 && dist::rank() != 0) {
+    dist::serve(*s.source, *s.weighting, s.axes, opt, full);
+    return 0;
+  }
+  std::unique_ptr<ChunkExchange> exchange;
+  if (dist::size() > 1) opt.exchange = (exchange = dist::make_merger(*s.source, full)).get();
+  if (!a.per_report.empty()) add_rows(a.per_report, format_from_extension(a.per_report));
+  if (!a.output.empty() || rows_to_stdout) add_rows(a.output, a.format.empty() ? Format::text : parse_format(a.format));
+  if (offsets) {  // the writer's sink slot goes to the one that leaves other ranks' rows to them
+    writers_any.push_back(dist::offset_rows_sink(*exchange, *writers.back(), *files.back()));
+    sinks.back() = writers_any.back().get();
+  }
+  if (!a.attention.empty()) {
+    files.push_back(std::make_unique<OutputFile>(a.attention));
+    writers_any.push_back(make_attention_writer(*files.back(), opt.keep_maps));
+    sinks.push_back(writers_any.back().get());
+  }
+  std::unique_ptr<report::Collector> collector;  // what the report needs beyond the summary
+  if (report) {
+    report::Limits limits;
+    limits.map_reports = a.top;
+    collector = std::make_unique<report::Collector>(info, limits);
+    sinks.push_back(collector.get());
+  }
+  std::unique_ptr<Summary> summary;
+  // The table is the answer when no rows were asked for, or alongside --summary/--per-report.
+  const bool table = !rows_to_stdout && !a.quiet && (a.output.empty() || !a.summary.empty() || !a.per_report.empty());
+  if (!a.summary.empty() || table || report || after) {
+    summary = std::make_unique<Summary>(info, SummaryOptions{a.top, a.bins, 0.005});
+    sinks.push_back(summary.get());
+  }
+  ProfileRun prof(a);  // --profile / --trace (runtime/profile/)
+  opt.profiler = prof.profiler.get();
+  RunStats stats = run(*s.source, *s.weighting, s.axes, opt, sinks);
+  for (auto& w : writers) w->finish(s.source->rows_read(), stats.source_rows);
+  if (!a.summary.empty()) {
+    OutputFile out(a.summary);
+    std::string text = summary->json();
+    if (a.profile) text = with_profile(text, *prof.profiler, "  ");
+    out.write(text);
+    out.commit();
+  }
+  if (report)
+    report::write(report::build(*summary, *collector, report_header(a, opt, stats, info.attention)), a.report_html, a.plot_svg);
+  if (after) after(*summary, stats);
+  prof.commit_trace();
+  for (auto& f : files) f->commit();
+  if (table) {
+    std::printf("%s", summary->table().c_str());
+    std::printf("%llu reports, %llu (report, scenario) groups in %.3f s: %.3g groups/s (%s, %s)\n",
+                static_cast<unsigned long long>(stats.reports), static_cast<unsigned long long>(stats.groups),
+                stats.seconds, stats.seconds > 0 ? double(stats.groups) / stats.seconds : 0.0,
+                std::string(to_string(opt.simd)).c_str(),
+                info.attention ? "attention f32, metrics summed in f64" : opt.precision == Precision::f64 ? "f64" : "f32");
+  }
+  if (a.profile) std::fprintf(stderr, "%s", prof.profiler->table().c_str());
+  return 0;
+}
+
+int run_cmd(const RunArgs& a) {
+  if (!a.model.empty()) {
+    if (dist::size() > 1) throw UsageError("--model runs in one process (its pipeline is not sharded over MPI ranks): run it without mpirun");
+    return model_cmd(a);
+  }
+  // Usage errors before any plugin is loaded or file touched.
+  if (!a.format.empty()) parse_format(a.format);
+  if (!a.per_report.empty()) format_from_extension(a.per_report);
+  run_options(a);
+  if (a.attention_reports != "first:8") parse_keep(a.attention_reports);
+  if (dist::size() > 1 && a.input == "-")
+    throw UsageError("--input -: standard input reaches rank 0 only; under mpirun give a file every rank can open");
+  Setup s = build_setup(a);
+  // HEADSEP_CSV_SPLIT=ranges (measured alternative, docs/DISTRIBUTED.md): every rank parses its
+  // byte ranges of the CSV instead of rank 0 reading it all.
+  if (dist::size() > 1 && !a.input.empty() && dist::csv_ranges_requested()) {
+    if (!a.reports.empty() || !a.attention.empty() || !a.report_html.empty() || !a.plot_svg.empty())
+      throw UsageError("HEADSEP_CSV_SPLIT=ranges: --report, --attention and the report need report indices while computing; run without it");
+    CsvSourceOptions o;
+    o.path = a.input;
+    o.features = s.source->schema().feature_names;
+    o.weights = s.source->schema().given_heads > 0;
+    s.source = dist::split_csv(o, s.source->schema());
+  }
+  return execute(s, a);
+}
+
+}  // namespace headsep::cli
