@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scale-out on one machine (docs/DISTRIBUTED.md): the same run as 1 process x 1 thread,
 # 1 process x 2 threads, and mpirun -np 1|2 x 1 thread, for a summary run and a per-report run;
-# best of REPEAT wall times, the bytes each rank sends (HEADSEP_MPI_STATS=1), and a check that
+# best of REPEAT wall times, the bytes each rank sends (--mpi-stats), and a check that
 # every configuration wrote the same bytes. Quote the CPU and the load with the numbers.
 # Usage: bench/dist_scaling.sh [REPORTS=4000000] [ROW_REPORTS=500000] [REPEAT=3] [ATT_REPORTS=40000]
 #   REPORTS for the summary run, ROW_REPORTS for the per-report run (CSV rows in /dev/shm),
@@ -33,7 +33,7 @@ for kind in summary per-report attention; do
       1x1) cmd=("$H" "${gen[@]}" --threads 1) ;;
       1x2) cmd=("$H" "${gen[@]}" --threads 2) ;;
       mpi1x1) cmd=("${mpi[@]}" -np 1 "$H" "${gen[@]}" --threads 1) ;;
-      mpi2x1) cmd=("${mpi[@]}" -np 2 -x HEADSEP_MPI_STATS=1 "$H" "${gen[@]}" --threads 1) ;;
+      mpi2x1) cmd=("${mpi[@]}" -np 2 "$H" "${gen[@]}" --mpi-stats --threads 1) ;;
     esac
     t[$cfg]=$(best "$kind-$cfg" "${cmd[@]}" "${extra[@]}")
     files=("$out/S.json")

@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     const int flushed = std::fflush(stdout), err = errno;
     if (flushed != 0 || std::ferror(stdout))
       throw Error(std::string("<stdout>: write failed: ") + (flushed != 0 ? std::strerror(err) : "write error"));
-    headsep::dist::print_stats();
+    headsep::dist::print_stats(commands.run_args.mpi);
     headsep::dist::finalize();
     return rc;
   } catch (const headsep::dist::RemoteError& e) {  // already names its rank

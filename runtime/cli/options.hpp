@@ -14,6 +14,7 @@
 #include "headsep/profile.hpp"
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
+#include "dist/dist.hpp"
 #include "report/report.hpp"
 
 namespace CLI {
@@ -41,6 +42,7 @@ struct RunArgs {
   bool sweep_value = false;                     // one value of `headsep sweep`: no rows, no table
   bool profile = false;  // --profile: the stage table on stderr, a "profile" section in --summary
   std::string trace;     // --trace PATH: Chrome trace-event JSON
+  dist::Options mpi;     // --mpi-csv, --mpi-rows, --mpi-csv-block, --mpi-stats (runtime/dist/)
 };
 
 /// -p and --plugin-dir (run, scaling, sweep), in that --help order.

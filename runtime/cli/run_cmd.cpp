@@ -96,6 +96,7 @@ CLI::App* add_run(CLI::App& app, RunArgs& ra) {
   runc->add_option("--trace", ra.trace, "Write a Chrome trace-event JSON timeline (Perfetto, chrome://tracing)");
   runc->add_option("--report-html", ra.report_html, "Write an offline HTML report (seed plot, distributions, attention)");
   runc->add_option("--plot-svg", ra.plot_svg, "Write each figure of the report as an SVG file into this folder");
+  dist::add_options(*runc, ra.mpi);  // --mpi-csv, --mpi-rows, --mpi-csv-block, --mpi-stats
   return runc;
 }
 
@@ -138,15 +139,15 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
     opt.threads = std::max(1u, unsigned(oneapi::tbb::info::default_concurrency()) / unsigned(dist::local_size()));
   if (report && info.attention) opt.keep_top_maps = a.top;  // the report's maps: the summary's top (docs/REPORTS.md)
   bool full = !a.per_report.empty() || !a.output.empty() || rows_to_stdout || !a.attention.empty() || report;
-  // HEADSEP_ROWS=offsets (measured alternative, docs/DISTRIBUTED.md): each rank formats its rows
+  // --mpi-rows offsets (measured alternative, docs/DISTRIBUTED.md): each rank formats its rows
   // and writes them at their offset in rank 0's file; only the summary's rows travel.
-  const bool offsets = dist::size() > 1 && dist::rows_by_offset_requested();
+  const bool offsets = dist::size() > 1 && a.mpi.rows == dist::Options::Rows::offsets;
   if (offsets) {
     const bool one_file = a.per_report.empty() != (a.output.empty() || rows_to_stdout) && !rows_to_stdout;
     const Format f = !one_file ? Format::text : !a.per_report.empty() ? format_from_extension(a.per_report)
                                               : a.format.empty() ? Format::text : parse_format(a.format);
     if (!one_file || f == Format::text || !a.attention.empty() || report || dist::local_size() != dist::size())
-      throw UsageError("HEADSEP_ROWS=offsets: rows to one file (--per-report or --output) in csv or jsonl, no --attention or report, all ranks on one host");
+      throw UsageError("--mpi-rows offsets: rows to one file (--per-report or --output) in csv or jsonl, no --attention or report, all ranks on one host");
     dist::set_offset_rows(f, info);
     full = false;
   }
@@ -222,16 +223,16 @@ int run_cmd(const RunArgs& a) {
   if (dist::size() > 1 && a.input == "-")
     throw UsageError("--input -: standard input reaches rank 0 only; under mpirun give a file every rank can open");
   Setup s = build_setup(a);
-  // HEADSEP_CSV_SPLIT=ranges (measured alternative, docs/DISTRIBUTED.md): every rank parses its
+  // --mpi-csv ranges (measured alternative, docs/DISTRIBUTED.md): every rank parses its
   // byte ranges of the CSV instead of rank 0 reading it all.
-  if (dist::size() > 1 && !a.input.empty() && dist::csv_ranges_requested()) {
+  if (dist::size() > 1 && !a.input.empty() && a.mpi.csv == dist::Options::Csv::ranges) {
     if (!a.reports.empty() || !a.attention.empty() || !a.report_html.empty() || !a.plot_svg.empty())
-      throw UsageError("HEADSEP_CSV_SPLIT=ranges: --report, --attention and the report need report indices while computing; run without it");
+      throw UsageError("--mpi-csv ranges: --report, --attention and the report need report indices while computing; run without it");
     CsvSourceOptions o;
     o.path = a.input;
     o.features = s.source->schema().feature_names;
     o.weights = s.source->schema().given_heads > 0;
-    s.source = dist::split_csv(o, s.source->schema());
+    s.source = dist::split_csv(o, s.source->schema(), a.mpi);
   }
   return execute(s, a);
 }

@@ -1,6 +1,6 @@
 // headsep — the CSV split into byte ranges aligned to report boundaries (docs/DISTRIBUTED.md,
 // "The two choices, measured"): the measured alternative to rank 0 reading, selected with
-// HEADSEP_CSV_SPLIT=ranges; not the default (not faster on the machine measured, and see Limits).
+// --mpi-csv ranges; not the default (not faster on the machine measured, and see Limits).
 //
 // Every rank maps the file. The rows after the header are cut into M raw blocks of S bytes;
 // block j belongs to rank j mod K. Where a block really starts needs the quote state there (a
@@ -24,7 +24,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -35,13 +34,6 @@
 #include "headsep/batch.hpp"
 
 namespace headsep::dist {
-
-bool csv_ranges_requested() {
-  const char* v = std::getenv("HEADSEP_CSV_SPLIT");
-  if (!v || !*v || std::strcmp(v, "rank0") == 0) return false;
-  if (std::strcmp(v, "ranges") == 0) return true;
-  throw UsageError(std::string("HEADSEP_CSV_SPLIT='") + v + "': expected rank0 (the default) or ranges");
-}
 
 namespace detail {
 
@@ -169,7 +161,7 @@ std::uint64_t RangedCsv::align(std::uint64_t raw, bool quoted) const {
   }
 }
 
-void RangedCsv::split(int rank, int ranks) {
+void RangedCsv::split(int rank, int ranks, std::uint64_t block_bytes) {
   header_ = header_end();
   {
     // The header's columns (report_id's index) from the core's reader.
@@ -206,8 +198,8 @@ void RangedCsv::split(int rank, int ranks) {
   const std::uint64_t rows = size_ - header_;
   // Blocks: 4 per rank at least, at most 8 MiB (a batch or two each), at least 64 KiB.
   block_ = std::clamp<std::uint64_t>(rows / (4 * std::uint64_t(ranks)), std::uint64_t(64) << 10, std::uint64_t(8) << 20);
-  // HEADSEP_CSV_RANGE_BYTES: raw block size for tests (tiny blocks put boundaries everywhere).
-  if (const char* v = std::getenv("HEADSEP_CSV_RANGE_BYTES")) block_ = std::max<std::uint64_t>(1, std::strtoull(v, nullptr, 10));
+  // --mpi-csv-block: raw block size for tests (tiny blocks put boundaries everywhere).
+  if (block_bytes) block_ = block_bytes;
   blocks_ = rows ? (rows + block_ - 1) / block_ : 0;
   auto raw = [&](std::uint64_t j) { return std::min(size_, header_ + j * block_); };
   // Counts of this rank's blocks; the sum over ranks gives every block's.
@@ -224,8 +216,8 @@ void RangedCsv::split(int rank, int ranks) {
   std::uint64_t quotes = counts[3 * blocks_], line = 1 + counts[3 * blocks_ + 1], bare = counts[3 * blocks_ + 2];
   for (std::uint64_t j = 0; j < blocks_; ++j) bare += counts[3 * j + 2];
   if (bare)
-    throw InputError(path_, 0, "", "HEADSEP_CSV_SPLIT=ranges: the file has " + std::to_string(bare) +
-                                       " bare CR line ends (CR without LF); run without HEADSEP_CSV_SPLIT");
+    throw InputError(path_, 0, "", "--mpi-csv ranges: the file has " + std::to_string(bare) +
+                                       " bare CR line ends (CR without LF); run without --mpi-csv ranges");
   // Boundaries of this rank's blocks: the aligned start of j and of j + 1.
   std::vector<std::uint64_t> q(blocks_ + 1), l(blocks_ + 1);
   for (std::uint64_t j = 0; j <= blocks_; ++j) {
@@ -299,9 +291,9 @@ void RangedCsv::forget_before(std::uint64_t n) {
 
 }  // namespace detail
 
-std::unique_ptr<ReportSource> split_csv(const CsvSourceOptions& options, const Schema& schema) {
+std::unique_ptr<ReportSource> split_csv(const CsvSourceOptions& options, const Schema& schema, const Options& mpi) {
   auto r = std::make_unique<detail::RangedCsv>(options, schema);
-  r->split(rank(), size());
+  r->split(rank(), size(), mpi.csv_block);
   return r;
 }
 

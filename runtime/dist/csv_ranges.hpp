@@ -1,4 +1,4 @@
-// headsep — the CSV as byte ranges aligned to report boundaries (HEADSEP_CSV_SPLIT=ranges; see
+// headsep — the CSV as byte ranges aligned to report boundaries (--mpi-csv ranges; see
 // csv_ranges.cpp and docs/DISTRIBUTED.md). Private to runtime/dist/ and the CLI.
 #pragma once
 #include <cstdint>
@@ -9,15 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "dist/dist.hpp"
 #include "headsep/source.hpp"
 
 namespace headsep::dist {
 
-/// HEADSEP_CSV_SPLIT: "ranges" true; unset, empty or "rank0" false; anything else a UsageError.
-bool csv_ranges_requested();
 /// Collective (every rank calls it): this rank's blocks of the CSV `options.path`, as a
-/// sequential source with `schema` (the features and heads the run was set up with).
-std::unique_ptr<ReportSource> split_csv(const CsvSourceOptions& options, const Schema& schema);
+/// sequential source with `schema` (the features and heads the run was set up with); blocks of
+/// `mpi.csv_block` bytes when set.
+std::unique_ptr<ReportSource> split_csv(const CsvSourceOptions& options, const Schema& schema, const Options& mpi);
 
 namespace detail {
 
@@ -25,7 +25,8 @@ class RangedCsv final : public ReportSource {
  public:
   RangedCsv(const CsvSourceOptions& base, const Schema& schema);
   ~RangedCsv() override;
-  void split(int rank, int ranks);
+  /// Cuts the rows into blocks of `block_bytes` (0: automatic) and finds this rank's.
+  void split(int rank, int ranks, std::uint64_t block_bytes);
   const Schema& schema() const override { return schema_; }
   std::string label() const override { return "CSV reader (core, byte ranges) for " + path_; }
   bool next(ReportBatch& batch, std::size_t max_reports) override;
@@ -65,6 +66,9 @@ class RangedCsv final : public ReportSource {
   std::deque<std::uint64_t> block_of_;
   std::uint64_t popped_ = 0;
 };
+
+/// Rank 0's exchange for a RangedCsv: merges the blocks in file order (range_merger.cpp).
+std::unique_ptr<ChunkExchange> make_range_merger(RangedCsv& csv);
 
 }  // namespace detail
 }  // namespace headsep::dist

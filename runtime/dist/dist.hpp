@@ -7,6 +7,7 @@
 //   sequential sources (CSV): rank 0 reads and parses, hands chunk i to rank i mod K.
 // Without MPI compiled in (HEADSEP_HAVE_MPI unset) every function here is the one-process answer.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,7 +16,32 @@
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace headsep::dist {
+
+/// How a multi-rank run shares its work: the `headsep run` flags of docs/DISTRIBUTED.md. The
+/// defaults are the choices measured there as the better ones; one process ignores them all.
+struct Options {
+  enum class Csv { rank0, ranges };
+  enum class Rows { gather, offsets };
+  /// --mpi-csv: rank 0 reads the CSV and hands chunks out, or every rank parses its byte ranges.
+  Csv csv = Csv::rank0;
+  /// --mpi-rows: per-report rows gathered to rank 0 and formatted there, or formatted by the
+  /// rank that computed them and written at their offset in rank 0's file (one host only).
+  Rows rows = Rows::gather;
+  /// --mpi-csv-block BYTES: raw block size under --mpi-csv ranges (tests: tiny blocks put block
+  /// starts everywhere); 0: automatic (4 blocks per rank at least, within 64 KiB..8 MiB).
+  std::uint64_t csv_block = 0;
+  /// --mpi-stats: one line per rank on stderr at the end (bytes and messages sent).
+  bool stats = false;
+};
+
+/// Registers --mpi-csv, --mpi-rows, --mpi-csv-block and --mpi-stats on `cmd`, into `options`;
+/// a bad value is a parse error naming the flag. Also without MPI compiled in (then no-ops).
+void add_options(CLI::App& cmd, Options& options);
 
 /// An error another rank reported, already naming that rank ("rank R (host): cause").
 class RemoteError : public Error {
@@ -55,17 +81,13 @@ std::unique_ptr<ChunkExchange> make_merger(const ReportSource& source, bool full
 /// Ranks 1..K-1: compute this rank's share and send it to rank 0; returns when the run is over.
 void serve(ReportSource& source, const Weighting& weighting, const AxisMap& axes, RunOptions options, bool full);
 
-/// HEADSEP_ROWS=offsets (measured alternative, docs/DISTRIBUTED.md): per-report rows formatted
-/// by the rank that computed them and written at their offset in rank 0's unfinished file, instead
-/// of gathered to rank 0 and formatted there. "gather" or unset: the default. One host only.
-bool rows_by_offset_requested();
-/// Every rank, before serve()/make_merger(): the rows' format and columns (offset writes on).
+/// --mpi-rows offsets, every rank, before serve()/make_merger(): the rows' format and columns.
 void set_offset_rows(Format format, const RunInfo& info);
 /// Rank 0: the sink that replaces `writer` in the sinks: rank 0's chunks through `writer`, the
 /// others' skipped in `out` after telling their rank where to write them.
 std::unique_ptr<ResultSink> offset_rows_sink(ChunkExchange& merger, ResultWriter& writer, OutputFile& out);
 
-/// HEADSEP_MPI_STATS=1: one line per rank on stderr at the end (bytes and messages sent).
-void print_stats();
+/// --mpi-stats (options.stats): one line per rank on stderr at the end (bytes and messages sent).
+void print_stats(const Options& options);
 
 }  // namespace headsep::dist

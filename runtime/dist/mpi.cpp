@@ -128,9 +128,8 @@ void fail(const std::string& what, int exit_code) {
   std::_Exit(exit_code);
 }
 
-void print_stats() {
-  const char* v = std::getenv("HEADSEP_MPI_STATS");
-  if (!v || std::strcmp(v, "1") != 0 || !g_active) return;
+void print_stats(const Options& options) {
+  if (!options.stats || !g_active) return;
   auto& c = detail::counters();
   std::fprintf(stderr,
                "headsep: mpi: rank %d of %d sent %llu bytes in %llu messages (results %llu B, batches %llu B, "

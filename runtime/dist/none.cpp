@@ -16,11 +16,9 @@ std::string where() { return {}; }
 void fail(const std::string&, int) {}
 std::unique_ptr<ChunkExchange> make_merger(const ReportSource&, bool) { return nullptr; }
 void serve(ReportSource&, const Weighting&, const AxisMap&, RunOptions, bool) {}
-void print_stats() {}
-bool csv_ranges_requested() { return false; }
-bool rows_by_offset_requested() { return false; }
+void print_stats(const Options&) {}
 void set_offset_rows(Format, const RunInfo&) {}
 std::unique_ptr<ResultSink> offset_rows_sink(ChunkExchange&, ResultWriter&, OutputFile&) { return nullptr; }
-std::unique_ptr<ReportSource> split_csv(const CsvSourceOptions&, const Schema&) { return nullptr; }
+std::unique_ptr<ReportSource> split_csv(const CsvSourceOptions&, const Schema&, const Options&) { return nullptr; }
 
 }  // namespace headsep::dist

@@ -2,7 +2,8 @@
 # Scale-out tests (docs/DISTRIBUTED.md): the CLI under mpirun against the same command in one
 # process, byte for byte; failures on any rank; two network namespaces as two hosts.
 # Usage: dist_test.sh CASE HEADSEP FAULT_PLUGIN_DIR SOURCE_DIR
-#   CASE: synthetic | csv | failures | netns | scaling (killed: the killed-rank case of failures alone)
+#   CASE: synthetic | csv | failures | netns | scaling | options (killed: the killed-rank case of
+#   failures alone)
 set -uo pipefail
 case_=$1 H=$2 F=$3 SRC=$4
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x LSAN_OPTIONS)
@@ -68,26 +69,26 @@ csv() {
     same "$dir/one-s.json" "$dir/k$k-s.json" "CSV summary only, -np $k"
   done
   # The measured alternatives (docs/DISTRIBUTED.md): byte ranges of the CSV parsed by every rank
-  # (HEADSEP_CSV_SPLIT=ranges), with quoted newlines, blank lines and tiny blocks that put block
-  # starts inside quoted fields; rows written at offsets by the rank that computed them
-  # (HEADSEP_ROWS=offsets). Both byte-identical to one process.
+  # (--mpi-csv ranges), with quoted newlines, blank lines and tiny blocks (--mpi-csv-block) that
+  # put block starts inside quoted fields; rows written at offsets by the rank that computed them
+  # (--mpi-rows offsets). Both byte-identical to one process.
   python3 "$SRC/tests/dist/make_csv.py" "$dir/nl.csv" 1500 --newlines || fail "make_csv --newlines"
   local nl=(run -i "$dir/nl.csv" --chunk 37 -q)
   "$H" "${nl[@]}" --threads 2 --summary "$dir/nl1.json" --per-report "$dir/nl1.csv" -o "$dir/nl1.txt" || fail "one process (newlines)"
   "$H" "${nl[@]}" --summary "$dir/nl1-s.json" --per-report "$dir/nl1.jsonl" || fail "one process (newlines, jsonl)"
   for k in 2 3; do
     for bytes in "" 997 101; do
-      mpi -np $k -x HEADSEP_CSV_SPLIT=ranges ${bytes:+-x HEADSEP_CSV_RANGE_BYTES=$bytes} "$H" "${nl[@]}" --threads 1 \
+      mpi -np $k "$H" "${nl[@]}" --mpi-csv ranges ${bytes:+--mpi-csv-block $bytes} --threads 1 \
         --summary "$dir/r$k.json" --per-report "$dir/r$k.csv" -o "$dir/r$k.txt" || fail "ranges -np $k ${bytes:-default} bytes"
       same "$dir/nl1.json" "$dir/r$k.json" "byte ranges: summary, -np $k, blocks of ${bytes:-default} bytes"
       same "$dir/nl1.csv" "$dir/r$k.csv" "byte ranges: CSV rows, -np $k, blocks of ${bytes:-default} bytes"
       same "$dir/nl1.txt" "$dir/r$k.txt" "byte ranges: text rows, -np $k, blocks of ${bytes:-default} bytes"
     done
-    mpi -np $k -x HEADSEP_ROWS=offsets "$H" "${nl[@]}" --threads 1 --summary "$dir/o$k.json" --per-report "$dir/o$k.csv" ||
+    mpi -np $k "$H" "${nl[@]}" --mpi-rows offsets --threads 1 --summary "$dir/o$k.json" --per-report "$dir/o$k.csv" ||
       fail "offsets -np $k"
     same "$dir/nl1.json" "$dir/o$k.json" "offset writes: summary, -np $k"
     same "$dir/nl1.csv" "$dir/o$k.csv" "offset writes: CSV rows, -np $k"
-    mpi -np $k -x HEADSEP_ROWS=offsets "$H" "${nl[@]}" --threads 1 --format jsonl -o "$dir/o$k.jsonl" || fail "offsets -np $k jsonl"
+    mpi -np $k "$H" "${nl[@]}" --mpi-rows offsets --threads 1 --format jsonl -o "$dir/o$k.jsonl" || fail "offsets -np $k jsonl"
     same "$dir/nl1.jsonl" "$dir/o$k.jsonl" "offset writes: JSON lines via --output, -np $k"
   done
   # A bad row found by rank 1 in its range: the file's line, as one process names it.
@@ -96,14 +97,14 @@ csv() {
   local want
   want=$(grep -o "nlbad.csv:[0-9]*: column 'decision_axis': 'oops' is not a finite number" "$dir/err1")
   [ -n "$want" ] || fail "one process names the bad row: $(cat "$dir/err1")"
-  mpi -np 2 -x HEADSEP_CSV_SPLIT=ranges -x HEADSEP_CSV_RANGE_BYTES=3001 "$H" run -i "$dir/nlbad.csv" -q --summary "$dir/x.json" 2> "$dir/err2" &&
+  mpi -np 2 "$H" run -i "$dir/nlbad.csv" --mpi-csv ranges --mpi-csv-block 3001 -q --summary "$dir/x.json" 2> "$dir/err2" &&
     fail "ranges: a bad row passed"
   grep -qF "$want" "$dir/err2" || fail "ranges: bad row not named as one process names it ($want): $(head -3 "$dir/err2")"
   [ ! -e "$dir/x.json" ] || fail "ranges: output left after a bad row"
   # Synthetic source, offset writes: rank 0's rows and the others' interleave at their offsets.
   local gen=(run -s ops-reports -w axis-focus -p reports=5000 -p names=true --chunk 300 -q)
   "$H" "${gen[@]}" --threads 1 --per-report "$dir/g1.csv" || fail "one process (synthetic)"
-  mpi -np 3 -x HEADSEP_ROWS=offsets "$H" "${gen[@]}" --threads 1 --per-report "$dir/g3.csv" || fail "offsets, synthetic -np 3"
+  mpi -np 3 "$H" "${gen[@]}" --mpi-rows offsets --threads 1 --per-report "$dir/g3.csv" || fail "offsets, synthetic -np 3"
   same "$dir/g1.csv" "$dir/g3.csv" "offset writes: synthetic CSV rows, -np 3"
   # Rows on stdout (the seed's text format) from rank 0 only.
   "$H" run -i "$dir/in.csv" --chunk 37 > "$dir/one.out" || fail "stdout, one process"
@@ -197,7 +198,7 @@ EOF
     > "$dir/where" || fail "netns: mpirun across namespaces"
   sort "$dir/where" | tr '\n' ' ' | grep -q "^0 inet ${net}1 1 inet ${net}2 $" ||
     fail "netns: ranks not one per namespace: $(cat "$dir/where")"
-  HEADSEP_MPI_STATS=1 "${over[@]}" "$H" "${gen[@]}" --summary "$dir/two.json" --per-report "$dir/two.jsonl" 2> "$dir/err" ||
+  "${over[@]}" "$H" "${gen[@]}" --mpi-stats --summary "$dir/two.json" --per-report "$dir/two.jsonl" 2> "$dir/err" ||
     { fail "netns: the run across namespaces"; cat "$dir/err" >&2; }
   same "$dir/one.json" "$dir/two.json" "summary, two namespaces over TCP"
   same "$dir/one.jsonl" "$dir/two.jsonl" "per-report rows, two namespaces over TCP"
@@ -206,10 +207,10 @@ EOF
   same "$dir/csv1.json" "$dir/csv2.json" "CSV summary, two namespaces over TCP"
   # The measured alternatives across hosts: byte ranges work (each host maps the file); offset
   # writes need one host and say so.
-  "${over[@]}" -x HEADSEP_CSV_SPLIT=ranges "$H" run -i "$dir/in.csv" --chunk 37 -q --summary "$dir/csv3.json" ||
+  "${over[@]}" "$H" run -i "$dir/in.csv" --mpi-csv ranges --chunk 37 -q --summary "$dir/csv3.json" ||
     fail "netns: CSV byte ranges across namespaces"
   same "$dir/csv1.json" "$dir/csv3.json" "CSV summary from byte ranges, two namespaces over TCP"
-  "${over[@]}" -x HEADSEP_ROWS=offsets "$H" "${gen[@]}" --per-report "$dir/off.csv" 2> "$dir/err" &&
+  "${over[@]}" "$H" "${gen[@]}" --mpi-rows offsets --per-report "$dir/off.csv" 2> "$dir/err" &&
     fail "netns: offset writes across hosts were not refused"
   grep -qF "all ranks on one host" "$dir/err" || fail "netns: offset writes refusal: $(head -3 "$dir/err")"
   [ ! -e "$dir/off.csv" ] || fail "netns: offset writes left a file"
@@ -258,6 +259,50 @@ PY
   "$H" scaling --ranks 2 --launcher "false {ranks}" "${job[@]}" 2> "$dir/err" && fail "scaling: a failing launcher gave exit 0"
   grep -q "scaling --ranks 2: \`false 2 .* exited 1" "$dir/err" || fail "scaling: failing launcher not named: $(head -2 "$dir/err")"
   return 0
+}
+
+# The scale-out flags of `headsep run` (docs/DISTRIBUTED.md): a bad value is a usage error (exit 2)
+# naming the flag, in one process too; good values change nothing in one process; the
+# combinations a multi-rank run refuses name the flag.
+options() {
+  local gen=(run -s ops-reports -w axis-focus -p reports=300 -q --threads 1)
+  local bad
+  for bad in "--mpi-csv bytes" "--mpi-rows scatter" "--mpi-csv-block 0" "--mpi-csv-block 12k" "--mpi-stats=maybe"; do
+    # shellcheck disable=SC2086
+    "$H" "${gen[@]}" $bad --summary "$dir/x.json" 2> "$dir/err"
+    local rc=$? flag=${bad%%[ =]*}
+    [ $rc = 2 ] || fail "$bad: exit $rc, not 2"
+    grep -qF -- "$flag" "$dir/err" || fail "$bad: the message does not name $flag: $(head -2 "$dir/err")"
+    [ ! -e "$dir/x.json" ] || fail "$bad: output written"
+    echo "ok: $bad refused (exit $rc): $(head -1 "$dir/err")"
+  done
+  "$H" "${gen[@]}" --summary "$dir/one.json" --per-report "$dir/one.csv" || fail "one process"
+  "$H" "${gen[@]}" --mpi-csv ranges --mpi-rows offsets --mpi-csv-block 7 --mpi-stats --summary "$dir/f.json" \
+    --per-report "$dir/f.csv" 2> "$dir/err" || fail "one process with every flag"
+  same "$dir/one.json" "$dir/f.json" "one process ignores the flags: summary"
+  same "$dir/one.csv" "$dir/f.csv" "one process ignores the flags: rows"
+  [ ! -s "$dir/err" ] || fail "one process, --mpi-stats printed: $(head -2 "$dir/err")"
+  # expect_usage NAME MESSAGE ARGS...: under mpirun -np 2, exit non-zero and MESSAGE on stderr.
+  expect_usage() {
+    local name=$1 msg=$2
+    shift 2
+    mpi -np 2 "$H" "$@" 2> "$dir/err" && fail "$name: accepted"
+    grep -qF -- "$msg" "$dir/err" || fail "$name: stderr lacks '$msg': $(head -3 "$dir/err")"
+    echo "ok: $name refused"
+  }
+  python3 "$SRC/tests/dist/make_csv.py" "$dir/in.csv" 200 || fail "make_csv"
+  expect_usage "--mpi-rows offsets, summary only" "--mpi-rows offsets: rows to one file" \
+    "${gen[@]}" --mpi-rows offsets --summary "$dir/x.json"
+  expect_usage "--mpi-csv ranges with --report" "--mpi-csv ranges: --report, --attention" \
+    run -i "$dir/in.csv" -q --mpi-csv ranges --report rep1 --summary "$dir/x.json"
+  expect_usage "--mpi-rows offsets with --mpi-csv ranges" "--mpi-rows offsets does not combine with --mpi-csv ranges" \
+    run -i "$dir/in.csv" -q --mpi-csv ranges --mpi-rows offsets --per-report "$dir/x.csv"
+  expect_usage "a bad value under mpirun" "--mpi-rows: expected gather (the default) or offsets" \
+    "${gen[@]}" --mpi-rows scatter --summary "$dir/x.json"
+  mpi -np 2 "$H" "${gen[@]}" --mpi-stats --summary "$dir/k2.json" 2> "$dir/err" || fail "--mpi-stats -np 2"
+  same "$dir/one.json" "$dir/k2.json" "--mpi-stats: summary unchanged, -np 2"
+  [ "$(grep -c "^headsep: mpi: rank [01] of 2 sent" "$dir/err")" = 2 ] || fail "--mpi-stats: not one line per rank: $(cat "$dir/err")"
+  [ ! -e "$dir/x.json" ] && [ ! -e "$dir/x.csv" ] || fail "a refused run left a file"
 }
 
 "$case_"
