@@ -1,0 +1,32 @@
+// Private: a loaded plugin (its library, its descriptor, its PluginInfo) and the loader that opens
+// one and checks it (loader.cpp). Everything that calls into a plugin holds an Entry.
+#pragma once
+#include <boost/dll/shared_library.hpp>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "headsep/plugin.h"
+#include "headsep/plugin_host.hpp"
+
+namespace headsep {
+
+struct PluginRegistry::Entry {
+  std::shared_ptr<boost::dll::shared_library> lib;
+  headsep_plugin_descriptor d{};  // the plugin's descriptor, fields beyond its struct_size zeroed
+  PluginInfo info;
+};
+
+namespace host {
+
+using Entry = PluginRegistry::Entry;
+
+/// Opens one plugin file and checks it: loadable, entry symbol, ABI major first, then every
+/// descriptor field and the parameter table. Throws PluginError naming the file.
+std::shared_ptr<Entry> load_entry(const std::filesystem::path& file);
+
+/// The plugin's last_error() text, or "(the plugin gave no message)" when it gives none or throws.
+std::string last_error_of(const Entry& e);
+
+}  // namespace host
+}  // namespace headsep
