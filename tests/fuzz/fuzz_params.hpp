@@ -1,4 +1,4 @@
-// Fuzz harness: `-p [plugin.]key=value` (split_params, resolve_params in runtime/host/plugin_host.cpp).
+// Fuzz harness: `-p [plugin.]key=value` (split_params, resolve_params in runtime/host/params.cpp).
 // The input is the command line's -p items, one per line, against two fixed parameter tables
 // that share some keys. What resolve_params returns must be every declared parameter once, in
 // table order, in canonical form — resolving it again must give it back unchanged. (Defaults

@@ -1,4 +1,4 @@
-// Fuzz harness: the plugin host's checks (runtime/host/plugin_host.cpp: load_entry's descriptor and
+// Fuzz harness: the plugin host's checks (runtime/host/: loader.cpp load_entry's descriptor and
 // parameter-table checks, describe()'s schema, every chunk of next_chunk / fill, describe_weighting's
 // info; runtime/host/attention_spec.cpp: attention specs), through a real plugin whose declarations
 // come from the fuzz bytes (tests/fuzz/plugin/fuzzplug.cpp explains how, and why it never lies
