@@ -212,6 +212,186 @@ void check_maps(const ReportBatch& b, const WeightBlock& w, const std::string& l
   }
 }
 
+// ---- attention_slot's steps, in the order it runs them --------------------------------------------
+
+std::string labelled(const std::string& label) { return label.empty() ? std::string() : label + ": "; }
+
+/// X for the batch (input_rows), checked: some columns when there are tokens, every value finite.
+const float* checked_input(const ReportBatch& b, bool features, AttentionStageScratch& s, std::size_t& width,
+                           const std::string& label, const std::string& scenario) {
+  const float* x = input_rows(b, features, s, width);
+  if (b.n_tokens() && width == 0)
+    throw Error(labelled(label) + "scenario '" + scenario +
+                "': the attention scheme reads token embeddings, but the scenario generator gives none "
+                "(use a generator with d_model > 0, e.g. -p ops-reports.d_model=64, or let the scheme read the features)");
+  check_finite_input(x, b.n_tokens() * width, b, width, label, scenario);
+  return x;
+}
+
+/// A QKV scheme's input: X as wide as its d_model, each report within --max-report-mb.
+void check_plan_input(const ReportBatch& b, const AttentionPlan& plan, bool reads_features, std::size_t width,
+                      std::size_t max_report_bytes, const std::string& label, const std::string& scenario) {
+  if (width != plan.d_model())
+    throw Error(labelled(label) + "scenario '" + scenario + "': X is " + std::to_string(width) + " wide (" +
+                (reads_features ? "feature columns" : "embeddings") + ") but the attention scheme's d_model is " +
+                std::to_string(plan.d_model()));
+  std::size_t known[65] = {};  // per length, for the short reports that make up most batches
+  auto bytes = [&](std::size_t n) {
+    if (n >= std::size(known)) return plan.report_bytes(n);
+    return known[n] ? known[n] : (known[n] = plan.report_bytes(n));
+  };
+  for (std::size_t r = 0; r < b.n_reports(); ++r)
+    if (const std::size_t need = bytes(b.report_length(r)); need > max_report_bytes)
+      throw Error(where(label, b, r, scenario) + ": " + std::to_string(b.report_length(r)) + " tokens need " +
+                  std::to_string((need + (1 << 20) - 1) >> 20) + " MiB of attention working memory, over the limit of " +
+                  std::to_string(max_report_bytes >> 20) + " MiB (--max-report-mb)");
+}
+
+/// A QKV scheme over the batch into m: in one call, or split into parts run as nested tasks.
+void run_plan(const ReportBatch& b, const AttentionPlan& plan, const float* x, SimdLevel level,
+              std::size_t max_report_bytes, AttentionStageScratch& s, MetricBlock& m) {
+  const std::size_t n_rep = b.n_reports(), C = s.axis.size();
+  AttentionOut out;
+  out.context = m.context.data();
+  out.head_stats = m.head_stats.data();
+  out.pair_stats = m.pair_stats.data();
+  out.stride = n_rep;
+  const std::size_t parts = split_parts(b, plan, s);
+  if (parts == 1) {
+    plan.run(x, b.token_offset.data(), n_rep, static_cast<std::uint32_t>(C), s.axis.data(), level, out, s.kernel,
+             max_report_bytes);
+    return;
+  }
+  // Part i: reports [cuts[i], cuts[i+1]) with scratch parts[i], writing only their columns.
+  if (s.parts.size() < parts) s.parts.resize(parts);
+  // The body exists before the release, so its captures are part of what the parts acquire.
+  const auto part = [&](std::size_t i) {
+    tsan::acquire(&parts_handoff);  // first: reading the captures (s, out, ...) comes after it
+    const tsan::ReleaseOnExit done{&s.parts};
+    const std::size_t r0 = s.cuts[i];
+    AttentionOut o = out;
+    o.context = out.context ? out.context + r0 : nullptr;
+    o.head_stats = out.head_stats + r0;
+    o.pair_stats = out.pair_stats ? out.pair_stats + r0 : nullptr;
+    plan.run(x, b.token_offset.data() + r0, s.cuts[i + 1] - r0, static_cast<std::uint32_t>(C), s.axis.data(), level, o,
+             s.parts[i], max_report_bytes);
+  };
+  tsan::release(&parts_handoff);  // the batch, cuts, scratch and body as this thread left them (TSan builds)
+  // simple_partitioner: a handful of equal parts needs no adaptive splitting, and the auto
+  // partitioner's steal check reads state libtbb (not built for ThreadSanitizer) hands over.
+  oneapi::tbb::parallel_for(std::size_t(0), parts, part, oneapi::tbb::simple_partitioner());
+  tsan::acquire(&s.parts);
+}
+
+/// An explicit-map scheme's block laid out per query (n x n per report) and sized, not filled.
+void size_maps(const ReportBatch& b, std::uint32_t H, std::size_t max_report_bytes, WeightBlock& weights,
+               const std::string& label, const std::string& scenario) {
+  const std::size_t n_rep = b.n_reports();
+  weights.layout = WeightBlock::Layout::per_query;
+  weights.heads = H;
+  weights.query_offset.resize(n_rep + 1);
+  weights.query_offset[0] = 0;
+  for (std::size_t r = 0; r < n_rep; ++r) {
+    const std::uint64_t n = b.report_length(r);
+    if (n > (std::uint64_t(1) << 16))
+      throw Error(where(label, b, r, scenario) + ": " + std::to_string(n) +
+                  " tokens: explicit attention maps are limited to 65536 tokens per report");
+    weights.query_offset[r + 1] = weights.query_offset[r] + n * n;
+  }
+  const std::uint64_t total = weights.query_offset[n_rep];
+  if (total * sizeof(double) * (H + 1) > max_report_bytes * 4)
+    throw Error(labelled(label) + "scenario '" + scenario + "': the batch's attention maps need " +
+                std::to_string(total * sizeof(double) * (H + 1) >> 20) + " MiB; lower --chunk");
+  weights.rows.resize(H + 1);
+  for (auto& row : weights.rows) row.resize(total);
+}
+
+/// The slot's top reports by separation, as flags (none when keep_top is 0): any report in the
+/// run's top N is in its batch's top N.
+std::vector<char> top_reports(const MetricBlock& m, std::size_t n_rep, std::size_t keep_top) {
+  std::vector<char> top(keep_top ? n_rep : 0, 0);
+  if (keep_top) {
+    TopK best(keep_top);
+    for (std::size_t r = 0; r < n_rep; ++r)
+      if (!std::isnan(m.separation[r])) best.add(m.separation[r], r);  // NaN: check_results names it
+    for (const auto& [v, r] : best.sorted()) top[r] = 1;
+  }
+  return top;
+}
+
+/// The queries a QKV scheme measures of an n-token report: [q_first, q_first + nq).
+void query_window(const AttentionPlan* plan, std::uint32_t n, std::uint32_t& q_first, std::uint32_t& nq) {
+  nq = n, q_first = 0;
+  if (plan && plan->config().query != QueryMode::all && n) {
+    nq = 1;
+    const auto& cfg = plan->config();
+    std::int64_t q = cfg.query == QueryMode::first ? 0 : cfg.query == QueryMode::last ? std::int64_t(n) - 1 : cfg.query_index;
+    if (q < 0) q += n;
+    q_first = static_cast<std::uint32_t>(std::clamp<std::int64_t>(q, 0, n - 1));
+  }
+}
+
+/// Report r recomputed alone with its maps (and output, when the scheme has one) written into
+/// the dump at maps offset mo.
+void rerun_with_maps(const ReportBatch& b, std::size_t r, const AttentionPlan& plan, const float* x, SimdLevel level,
+                     std::size_t max_report_bytes, std::uint32_t nq, std::uint64_t mo, AttentionStageScratch& s,
+                     AttentionDump& dump) {
+  const std::uint32_t H = dump.heads;
+  const std::size_t C = s.axis.size();
+  const std::uint32_t dm = plan.has_output() ? plan.d_model() : 0;
+  dump.d_model = dm;
+  const std::uint64_t oo = dump.output.size();
+  dump.output_offset.push_back(oo);
+  dump.output.resize(oo + std::size_t(nq) * dm);
+  std::vector<double> ctx((H + 1) * C), hs((H + 1) * kHeadStats), ps(pair_count(H) * kPairStats + 1);
+  const std::uint64_t one[2] = {b.token_offset[r], b.token_offset[r + 1]};
+  const std::uint64_t zero = 0;
+  AttentionOut out;
+  out.context = ctx.data();
+  out.head_stats = hs.data();
+  out.pair_stats = ps.data();
+  out.stride = 1;
+  out.maps = dump.maps.data() + mo;
+  out.maps_offset = &zero;
+  if (dm) {
+    out.output = dump.output.data() + oo;
+    out.output_offset = &zero;
+  }
+  plan.run(x, one, 1, static_cast<std::uint32_t>(C), s.axis.data(), level, out, s.kernel, max_report_bytes);
+}
+
+/// Report r's explicit maps (n x n per head), as floats, into the dump at maps offset mo.
+void copy_maps(std::size_t r, std::uint32_t n, std::uint64_t mo, const WeightBlock& weights, AttentionDump& dump) {
+  dump.output_offset.push_back(0);
+  for (std::uint32_t h = 0; h <= dump.heads; ++h)
+    for (std::size_t i = 0; i < std::size_t(n) * n; ++i)
+      dump.maps[mo + std::size_t(h) * n * n + i] = static_cast<float>(weights.rows[h][weights.query_offset[r] + i]);
+}
+
+/// The maps of the reports the run keeps (its top reports, or those RunOptions::keep_maps picks).
+void dump_maps(const ReportBatch& b, const AttentionPlan* plan, std::uint32_t H, const float* x, SimdLevel level,
+               const WeightBlock& weights, const MetricBlock& m, const RunOptions& opt, AttentionStageScratch& s,
+               AttentionDump& dump) {
+  const std::size_t n_rep = b.n_reports();
+  dump = AttentionDump{};
+  dump.heads = H;
+  const std::vector<char> top = top_reports(m, n_rep, opt.keep_top_maps);
+  for (std::size_t r = 0; r < n_rep; ++r) {
+    if (!(opt.keep_top_maps && top[r]) && !(opt.keep_maps && opt.keep_maps(b, r))) continue;
+    const std::uint32_t n = static_cast<std::uint32_t>(b.report_length(r));
+    std::uint32_t nq = n, q_first = 0;
+    query_window(plan, n, q_first, nq);
+    dump.reports.push_back(static_cast<std::uint32_t>(r));
+    dump.queries.push_back(q_first);
+    dump.n_queries.push_back(nq);
+    const std::uint64_t mo = dump.maps.size();
+    dump.maps_offset.push_back(mo);
+    dump.maps.resize(mo + std::size_t(H + 1) * nq * n);
+    if (plan) rerun_with_maps(b, r, *plan, x, level, opt.max_report_bytes, nq, mo, s, dump);
+    else copy_maps(r, n, mo, weights, dump);
+  }
+}
+
 }  // namespace
 
 void derive_separation(MetricBlock& m) {
@@ -259,12 +439,8 @@ void attention_slot(const ReportBatch& b, const Weighting& weighting, std::uint3
   const std::uint32_t H = weighting.heads();
   const AttentionPlan* plan = weighting.attention(slot);
   std::size_t width = 0;
-  const float* x = input_rows(b, plan ? weighting.attention_reads_features() : b.embeddings.empty(), s, width);
-  if (b.n_tokens() && width == 0)
-    throw Error((label.empty() ? std::string() : label + ": ") + "scenario '" + scenario +
-                "': the attention scheme reads token embeddings, but the scenario generator gives none "
-                "(use a generator with d_model > 0, e.g. -p ops-reports.d_model=64, or let the scheme read the features)");
-  check_finite_input(x, b.n_tokens() * width, b, width, label, scenario);
+  const float* x =
+      checked_input(b, plan ? weighting.attention_reads_features() : b.embeddings.empty(), s, width, label, scenario);
   s.axis.resize(C);
   for (std::size_t c = 0; c < C; ++c) s.axis[c] = axis32[c].data();
 
@@ -273,68 +449,10 @@ void attention_slot(const ReportBatch& b, const Weighting& weighting, std::uint3
   m.resize(H, static_cast<std::uint32_t>(C), n_rep);
 
   if (plan) {
-    if (width != plan->d_model())
-      throw Error((label.empty() ? std::string() : label + ": ") + "scenario '" + scenario + "': X is " +
-                  std::to_string(width) + " wide (" + (weighting.attention_reads_features() ? "feature columns" : "embeddings") +
-                  ") but the attention scheme's d_model is " + std::to_string(plan->d_model()));
-    std::size_t known[65] = {};  // per length, for the short reports that make up most batches
-    auto bytes = [&](std::size_t n) {
-      if (n >= std::size(known)) return plan->report_bytes(n);
-      return known[n] ? known[n] : (known[n] = plan->report_bytes(n));
-    };
-    for (std::size_t r = 0; r < n_rep; ++r)
-      if (const std::size_t need = bytes(b.report_length(r)); need > opt.max_report_bytes)
-        throw Error(where(label, b, r, scenario) + ": " + std::to_string(b.report_length(r)) + " tokens need " +
-                    std::to_string((need + (1 << 20) - 1) >> 20) + " MiB of attention working memory, over the limit of " +
-                    std::to_string(opt.max_report_bytes >> 20) + " MiB (--max-report-mb)");
-    AttentionOut out;
-    out.context = m.context.data();
-    out.head_stats = m.head_stats.data();
-    out.pair_stats = m.pair_stats.data();
-    out.stride = n_rep;
-    const std::size_t parts = split_parts(b, *plan, s);
-    if (parts == 1) {
-      plan->run(x, b.token_offset.data(), n_rep, static_cast<std::uint32_t>(C), s.axis.data(), level, out, s.kernel,
-                opt.max_report_bytes);
-    } else {
-      // Part i: reports [cuts[i], cuts[i+1]) with scratch parts[i], writing only their columns.
-      if (s.parts.size() < parts) s.parts.resize(parts);
-      // The body exists before the release, so its captures are part of what the parts acquire.
-      const auto part = [&](std::size_t i) {
-        tsan::acquire(&parts_handoff);  // first: reading the captures (s, out, ...) comes after it
-        const tsan::ReleaseOnExit done{&s.parts};
-        const std::size_t r0 = s.cuts[i];
-        AttentionOut o = out;
-        o.context = out.context ? out.context + r0 : nullptr;
-        o.head_stats = out.head_stats + r0;
-        o.pair_stats = out.pair_stats ? out.pair_stats + r0 : nullptr;
-        plan->run(x, b.token_offset.data() + r0, s.cuts[i + 1] - r0, static_cast<std::uint32_t>(C), s.axis.data(),
-                  level, o, s.parts[i], opt.max_report_bytes);
-      };
-      tsan::release(&parts_handoff);  // the batch, cuts, scratch and body as this thread left them (TSan builds)
-      // simple_partitioner: a handful of equal parts needs no adaptive splitting, and the auto
-      // partitioner's steal check reads state libtbb (not built for ThreadSanitizer) hands over.
-      oneapi::tbb::parallel_for(std::size_t(0), parts, part, oneapi::tbb::simple_partitioner());
-      tsan::acquire(&s.parts);
-    }
+    check_plan_input(b, *plan, weighting.attention_reads_features(), width, opt.max_report_bytes, label, scenario);
+    run_plan(b, *plan, x, level, opt.max_report_bytes, s, m);
   } else {
-    weights.layout = WeightBlock::Layout::per_query;
-    weights.heads = H;
-    weights.query_offset.resize(n_rep + 1);
-    weights.query_offset[0] = 0;
-    for (std::size_t r = 0; r < n_rep; ++r) {
-      const std::uint64_t n = b.report_length(r);
-      if (n > (std::uint64_t(1) << 16))
-        throw Error(where(label, b, r, scenario) + ": " + std::to_string(n) +
-                    " tokens: explicit attention maps are limited to 65536 tokens per report");
-      weights.query_offset[r + 1] = weights.query_offset[r] + n * n;
-    }
-    const std::uint64_t total = weights.query_offset[n_rep];
-    if (total * sizeof(double) * (H + 1) > opt.max_report_bytes * 4)
-      throw Error((label.empty() ? std::string() : label + ": ") + "scenario '" + scenario + "': the batch's attention maps need " +
-                  std::to_string(total * sizeof(double) * (H + 1) >> 20) + " MiB; lower --chunk");
-    weights.rows.resize(H + 1);
-    for (auto& row : weights.rows) row.resize(total);
+    size_maps(b, H, opt.max_report_bytes, weights, label, scenario);
     weighting.weights(b, slot, weights);
     check_maps(b, weights, label, scenario);
     metrics_from_maps(b, weights, x, width, s.axis, m);
@@ -342,61 +460,7 @@ void attention_slot(const ReportBatch& b, const Weighting& weighting, std::uint3
   derive_separation(m);
 
   if (!dump || (!opt.keep_maps && !opt.keep_top_maps)) return;
-  *dump = AttentionDump{};
-  dump->heads = H;
-  // The slot's top reports: any report in the run's top N is in its batch's top N.
-  std::vector<char> top(opt.keep_top_maps ? n_rep : 0, 0);
-  if (opt.keep_top_maps) {
-    TopK best(opt.keep_top_maps);
-    for (std::size_t r = 0; r < n_rep; ++r)
-      if (!std::isnan(m.separation[r])) best.add(m.separation[r], r);  // NaN: check_results names it
-    for (const auto& [v, r] : best.sorted()) top[r] = 1;
-  }
-  for (std::size_t r = 0; r < n_rep; ++r) {
-    if (!(opt.keep_top_maps && top[r]) && !(opt.keep_maps && opt.keep_maps(b, r))) continue;
-    const std::uint32_t n = static_cast<std::uint32_t>(b.report_length(r));
-    std::uint32_t nq = n, q_first = 0;
-    if (plan && plan->config().query != QueryMode::all && n) {
-      nq = 1;
-      const auto& cfg = plan->config();
-      std::int64_t q = cfg.query == QueryMode::first ? 0 : cfg.query == QueryMode::last ? std::int64_t(n) - 1 : cfg.query_index;
-      if (q < 0) q += n;
-      q_first = static_cast<std::uint32_t>(std::clamp<std::int64_t>(q, 0, n - 1));
-    }
-    dump->reports.push_back(static_cast<std::uint32_t>(r));
-    dump->queries.push_back(q_first);
-    dump->n_queries.push_back(nq);
-    const std::uint64_t mo = dump->maps.size();
-    dump->maps_offset.push_back(mo);
-    dump->maps.resize(mo + std::size_t(H + 1) * nq * n);
-    if (plan) {
-      const std::uint32_t dm = plan->has_output() ? plan->d_model() : 0;
-      dump->d_model = dm;
-      const std::uint64_t oo = dump->output.size();
-      dump->output_offset.push_back(oo);
-      dump->output.resize(oo + std::size_t(nq) * dm);
-      std::vector<double> ctx((H + 1) * C), hs((H + 1) * kHeadStats), ps(pair_count(H) * kPairStats + 1);
-      const std::uint64_t one[2] = {b.token_offset[r], b.token_offset[r + 1]};
-      const std::uint64_t zero = 0;
-      AttentionOut out;
-      out.context = ctx.data();
-      out.head_stats = hs.data();
-      out.pair_stats = ps.data();
-      out.stride = 1;
-      out.maps = dump->maps.data() + mo;
-      out.maps_offset = &zero;
-      if (dm) {
-        out.output = dump->output.data() + oo;
-        out.output_offset = &zero;
-      }
-      plan->run(x, one, 1, static_cast<std::uint32_t>(C), s.axis.data(), level, out, s.kernel, opt.max_report_bytes);
-    } else {
-      dump->output_offset.push_back(0);
-      for (std::uint32_t h = 0; h <= H; ++h)
-        for (std::size_t i = 0; i < std::size_t(n) * n; ++i)
-          dump->maps[mo + std::size_t(h) * n * n + i] = static_cast<float>(weights.rows[h][weights.query_offset[r] + i]);
-    }
-  }
+  dump_maps(b, plan, H, x, level, weights, m, opt, s, *dump);
 }
 
 }  // namespace headsep

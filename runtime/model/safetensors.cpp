@@ -1,11 +1,10 @@
-// Safetensors reading and the attention-weight loader. Why the code looks the way it does:
+// Safetensors reading (the attention-weight loader is attention_safetensors.cpp). Why the code
+// looks the way it does:
 //  - The whole header is checked in the constructor, so nothing after it can meet a size that
 //    overflows, an offset past the mapping or two tensors sharing bytes. Sizes are products of
 //    attacker-chosen 64-bit integers: every multiplication is overflow-checked.
 //  - The data section starts at byte 8 + N for any N, so tensors are not aligned: elements are
 //    assembled from bytes (little-endian by the format), never read through a cast pointer.
-//  - The loader first lists every tensor the layout wants with its expected shape and checks all
-//    of them (and that no other tensor sits under the prefix) before converting a single value.
 #include "headsep/safetensors.hpp"
 
 #include <fcntl.h>
@@ -129,142 +128,173 @@ Error SafeTensors::error(std::string_view tensor, std::string_view what) const {
   return Error(m);
 }
 
-SafeTensors::SafeTensors(const std::filesystem::path& file) : file_(file.string()) {
-  const int fd = ::open(file_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw error({}, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
+namespace {
+
+// The constructor's steps, in order. Each throws st.error(...); st is the SafeTensors being
+// constructed (only its file name is read).
+
+/// The file mapped read-only: the mapping and its size (at least the 8-byte header length).
+std::pair<const std::byte*, std::uint64_t> map_file(const SafeTensors& st) {
+  const int fd = ::open(st.file().c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw st.error({}, std::string("cannot open: ") + std::strerror(errno));
+  struct stat stat_buf {};
+  if (::fstat(fd, &stat_buf) != 0) {
     const int e = errno;
     ::close(fd);
-    throw error({}, std::string("cannot stat: ") + std::strerror(e));
+    throw st.error({}, std::string("cannot stat: ") + std::strerror(e));
   }
-  if (!S_ISREG(st.st_mode)) {
+  if (!S_ISREG(stat_buf.st_mode)) {
     ::close(fd);
-    throw error({}, "not a regular file");
+    throw st.error({}, "not a regular file");
   }
-  const auto size = static_cast<std::uint64_t>(st.st_size);
+  const auto size = static_cast<std::uint64_t>(stat_buf.st_size);
   if (size < 8) {
     ::close(fd);
-    throw error({}, "file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
+    throw st.error({}, "file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
   }
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int map_errno = errno;
   ::close(fd);  // the mapping keeps the file
-  if (p == MAP_FAILED) throw error({}, std::string("cannot map: ") + std::strerror(map_errno));
-  map_ = static_cast<const std::byte*>(p);
-  map_size_ = size;
+  if (p == MAP_FAILED) throw st.error({}, std::string("cannot map: ") + std::strerror(map_errno));
+  return {static_cast<const std::byte*>(p), size};
+}
 
+/// N, the header's length: inside the file, not absurd, and the header starts as a JSON object.
+std::uint64_t header_length(const SafeTensors& st, const std::byte* map, std::uint64_t size) {
+  const std::uint64_t n = load_u64_le(map);
+  if (n > size - 8)
+    throw st.error({}, "header length " + std::to_string(n) + " runs past the end of the file (" +
+                           std::to_string(size) + " bytes)");
+  if (n > kSafeTensorsMaxHeader)
+    throw st.error({}, "header length " + std::to_string(n) + " is absurd (more than " +
+                           std::to_string(kSafeTensorsMaxHeader) + " bytes)");
+  if (n < 2 || std::to_integer<char>(map[8]) != '{')
+    throw st.error({}, "header is not a JSON object (it must start with '{')");
+  return n;
+}
+
+/// The header's n bytes parsed: a JSON object with no top-level key twice.
+json parse_header(const SafeTensors& st, const std::byte* bytes, std::uint64_t n) {
+  // Duplicate top-level keys would be silently merged by the parser: count them as it reads.
+  std::set<std::string> seen;
+  std::string duplicate;
+  json::parser_callback_t cb = [&](int depth, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::key && depth == 1 && parsed.is_string()) {
+      const auto& k = parsed.get_ref<const std::string&>();
+      if (!seen.insert(k).second && duplicate.empty()) duplicate = k;
+    }
+    return true;
+  };
+  json header;
+  const char* h = reinterpret_cast<const char*>(bytes);
   try {
-    const std::uint64_t n = load_u64_le(map_);
-    if (n > size - 8)
-      throw error({}, "header length " + std::to_string(n) + " runs past the end of the file (" +
-                          std::to_string(size) + " bytes)");
-    if (n > kSafeTensorsMaxHeader)
-      throw error({}, "header length " + std::to_string(n) + " is absurd (more than " +
-                          std::to_string(kSafeTensorsMaxHeader) + " bytes)");
-    if (n < 2 || std::to_integer<char>(map_[8]) != '{')
-      throw error({}, "header is not a JSON object (it must start with '{')");
+    header = json::parse(h, h + n, cb);
+  } catch (const json::exception& e) {
+    throw st.error({}, std::string("invalid JSON header: ") + e.what());
+  }
+  if (!header.is_object()) throw st.error({}, "header is not a JSON object");
+  if (!duplicate.empty()) throw st.error(duplicate, "appears twice in the header");
+  return header;
+}
+
+/// __metadata__: a JSON object of strings.
+void read_metadata(const SafeTensors& st, const json& v, std::map<std::string, std::string>& metadata) {
+  if (!v.is_object()) throw st.error({}, "__metadata__ is not a JSON object");
+  for (auto m = v.begin(); m != v.end(); ++m) {
+    if (!m->is_string()) throw st.error({}, "__metadata__ entry '" + m.key() + "' is not a string");
+    metadata.emplace(m.key(), m->get<std::string>());
+  }
+}
+
+/// One tensor's entry: only dtype, shape and data_offsets; a known dtype; a shape of at most 2^64
+/// elements; offsets inside the data section holding exactly dtype x shape bytes.
+TensorInfo check_entry(const SafeTensors& st, const std::string& name, const json& v, std::uint64_t data_size) {
+  if (!v.is_object()) throw st.error(name, "entry is not a JSON object");
+  for (auto k = v.begin(); k != v.end(); ++k)
+    if (k.key() != "dtype" && k.key() != "shape" && k.key() != "data_offsets")
+      throw st.error(name, "unexpected key '" + k.key() + "' (an entry has dtype, shape and data_offsets)");
+  TensorInfo t;
+  t.name = name;
+
+  const auto dt = v.find("dtype");
+  if (dt == v.end() || !dt->is_string()) throw st.error(name, "no dtype string");
+  const auto type = parse_dtype(dt->get_ref<const std::string&>());
+  if (!type) throw st.error(name, "unknown dtype '" + dt->get<std::string>() + "'");
+  t.dtype = *type;
+
+  const auto sh = v.find("shape");
+  if (sh == v.end() || !sh->is_array()) throw st.error(name, "no shape array");
+  for (const json& d : *sh) {
+    if (!d.is_number_unsigned())
+      throw st.error(name, "shape " + sh->dump() + " has a dimension that is not a non-negative integer");
+    t.shape.push_back(d.get<std::uint64_t>());
+    if (mul_overflows(t.elements, t.shape.back(), t.elements))
+      throw st.error(name, "shape " + sh->dump() + " has more than 2^64 elements");
+  }
+
+  const auto off = v.find("data_offsets");
+  if (off == v.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
+      !(*off)[1].is_number_unsigned())
+    throw st.error(name, "data_offsets is not [begin, end] with non-negative integers");
+  t.begin = (*off)[0].get<std::uint64_t>();
+  t.end = (*off)[1].get<std::uint64_t>();
+  const std::string offs = "data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + "]";
+  if (t.begin > t.end) throw st.error(name, offs + ": begin after end");
+  if (t.end > data_size)
+    throw st.error(name, offs + " outside the data section (" + std::to_string(data_size) + " bytes)");
+  std::uint64_t bytes = 0;
+  if (mul_overflows(t.elements, dtype_size(t.dtype), bytes))
+    throw st.error(name, "shape " + shape_string(t.shape) + " of " + std::string(to_string(t.dtype)) +
+                             " is more than 2^64 bytes");
+  if (bytes != t.end - t.begin)
+    throw st.error(name, offs + " hold " + std::to_string(t.end - t.begin) + " bytes, but shape " +
+                             shape_string(t.shape) + " of " + std::string(to_string(t.dtype)) + " needs " +
+                             std::to_string(bytes));
+  return t;
+}
+
+/// The data section must be tiled exactly: no two tensors share a byte, no byte is unowned
+/// (the format forbids holes, so a file cannot hide a second payload).
+void check_tiling(const SafeTensors& st, const std::vector<TensorInfo>& tensors, std::uint64_t data_size) {
+  std::vector<const TensorInfo*> order;
+  for (const auto& t : tensors) order.push_back(&t);
+  std::sort(order.begin(), order.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  std::uint64_t cursor = 0;
+  const TensorInfo* last = nullptr;
+  for (const TensorInfo* t : order) {
+    if (t->begin < cursor)
+      throw st.error(t->name, "data_offsets [" + std::to_string(t->begin) + ", " + std::to_string(t->end) +
+                                  "] overlap tensor '" + last->name + "' [" + std::to_string(last->begin) + ", " +
+                                  std::to_string(last->end) + "]");
+    if (t->begin > cursor)
+      throw st.error({}, "bytes [" + std::to_string(cursor) + ", " + std::to_string(t->begin) +
+                             ") of the data section belong to no tensor (holes are not allowed)");
+    cursor = t->end;
+    last = t;
+  }
+  if (cursor != data_size)
+    throw st.error({}, "bytes [" + std::to_string(cursor) + ", " + std::to_string(data_size) +
+                           ") at the end of the data section belong to no tensor");
+}
+
+}  // namespace
+
+SafeTensors::SafeTensors(const std::filesystem::path& file) : file_(file.string()) {
+  const auto [map, size] = map_file(*this);
+  map_ = map;
+  map_size_ = size;
+  try {
+    const std::uint64_t n = header_length(*this, map_, size);
     data_ = map_ + 8 + n;
     data_size_ = size - 8 - n;
-
-    // Duplicate top-level keys would be silently merged by the parser: count them as it reads.
-    std::set<std::string> seen;
-    std::string duplicate;
-    json::parser_callback_t cb = [&](int depth, json::parse_event_t ev, json& parsed) {
-      if (ev == json::parse_event_t::key && depth == 1 && parsed.is_string()) {
-        const auto& k = parsed.get_ref<const std::string&>();
-        if (!seen.insert(k).second && duplicate.empty()) duplicate = k;
-      }
-      return true;
-    };
-    json header;
-    const char* h = reinterpret_cast<const char*>(map_ + 8);
-    try {
-      header = json::parse(h, h + n, cb);
-    } catch (const json::exception& e) {
-      throw error({}, std::string("invalid JSON header: ") + e.what());
-    }
-    if (!header.is_object()) throw error({}, "header is not a JSON object");
-    if (!duplicate.empty()) throw error(duplicate, "appears twice in the header");
-
+    const json header = parse_header(*this, map_ + 8, n);
     for (auto it = header.begin(); it != header.end(); ++it) {
-      const std::string& name = it.key();
-      const json& v = it.value();
-      if (name == "__metadata__") {
-        if (!v.is_object()) throw error({}, "__metadata__ is not a JSON object");
-        for (auto m = v.begin(); m != v.end(); ++m) {
-          if (!m->is_string()) throw error({}, "__metadata__ entry '" + m.key() + "' is not a string");
-          metadata_.emplace(m.key(), m->get<std::string>());
-        }
-        continue;
-      }
-      if (!v.is_object()) throw error(name, "entry is not a JSON object");
-      for (auto k = v.begin(); k != v.end(); ++k)
-        if (k.key() != "dtype" && k.key() != "shape" && k.key() != "data_offsets")
-          throw error(name, "unexpected key '" + k.key() + "' (an entry has dtype, shape and data_offsets)");
-      TensorInfo t;
-      t.name = name;
-
-      const auto dt = v.find("dtype");
-      if (dt == v.end() || !dt->is_string()) throw error(name, "no dtype string");
-      const auto type = parse_dtype(dt->get_ref<const std::string&>());
-      if (!type) throw error(name, "unknown dtype '" + dt->get<std::string>() + "'");
-      t.dtype = *type;
-
-      const auto sh = v.find("shape");
-      if (sh == v.end() || !sh->is_array()) throw error(name, "no shape array");
-      for (const json& d : *sh) {
-        if (!d.is_number_unsigned())
-          throw error(name, "shape " + sh->dump() + " has a dimension that is not a non-negative integer");
-        t.shape.push_back(d.get<std::uint64_t>());
-        if (mul_overflows(t.elements, t.shape.back(), t.elements))
-          throw error(name, "shape " + sh->dump() + " has more than 2^64 elements");
-      }
-
-      const auto off = v.find("data_offsets");
-      if (off == v.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
-          !(*off)[1].is_number_unsigned())
-        throw error(name, "data_offsets is not [begin, end] with non-negative integers");
-      t.begin = (*off)[0].get<std::uint64_t>();
-      t.end = (*off)[1].get<std::uint64_t>();
-      const std::string offs = "data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + "]";
-      if (t.begin > t.end) throw error(name, offs + ": begin after end");
-      if (t.end > data_size_)
-        throw error(name, offs + " outside the data section (" + std::to_string(data_size_) + " bytes)");
-      std::uint64_t bytes = 0;
-      if (mul_overflows(t.elements, dtype_size(t.dtype), bytes))
-        throw error(name, "shape " + shape_string(t.shape) + " of " + std::string(to_string(t.dtype)) +
-                              " is more than 2^64 bytes");
-      if (bytes != t.end - t.begin)
-        throw error(name, offs + " hold " + std::to_string(t.end - t.begin) + " bytes, but shape " +
-                              shape_string(t.shape) + " of " + std::string(to_string(t.dtype)) + " needs " +
-                              std::to_string(bytes));
-      tensors_.push_back(std::move(t));
+      if (it.key() == "__metadata__") read_metadata(*this, it.value(), metadata_);
+      else tensors_.push_back(check_entry(*this, it.key(), it.value(), data_size_));
     }
-
-    // The data section must be tiled exactly: no two tensors share a byte, no byte is unowned
-    // (the format forbids holes, so a file cannot hide a second payload).
-    std::vector<const TensorInfo*> order;
-    for (const auto& t : tensors_) order.push_back(&t);
-    std::sort(order.begin(), order.end(), [](const TensorInfo* a, const TensorInfo* b) {
-      return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
-    });
-    std::uint64_t cursor = 0;
-    const TensorInfo* last = nullptr;
-    for (const TensorInfo* t : order) {
-      if (t->begin < cursor)
-        throw error(t->name, "data_offsets [" + std::to_string(t->begin) + ", " + std::to_string(t->end) +
-                                 "] overlap tensor '" + last->name + "' [" + std::to_string(last->begin) + ", " +
-                                 std::to_string(last->end) + "]");
-      if (t->begin > cursor)
-        throw error({}, "bytes [" + std::to_string(cursor) + ", " + std::to_string(t->begin) +
-                            ") of the data section belong to no tensor (holes are not allowed)");
-      cursor = t->end;
-      last = t;
-    }
-    if (cursor != data_size_)
-      throw error({}, "bytes [" + std::to_string(cursor) + ", " + std::to_string(data_size_) +
-                          ") at the end of the data section belong to no tensor");
+    check_tiling(*this, tensors_, data_size_);
   } catch (...) {
     release();
     throw;
@@ -359,246 +389,6 @@ std::vector<float> SafeTensors::read_f32(std::string_view name, const std::optio
         throw error(name, "element " + index_string(i, t.shape) + " is " + what + " (weights must be finite)");
       }
   return out;
-}
-
-// ---- attention weights -------------------------------------------------------------------------
-
-namespace {
-
-/// One tensor a layout wants: full name, expected shape, whether it must be there.
-struct Want {
-  std::string name;
-  ShapeSpec shape;
-  bool required = true;
-};
-
-/// Checks presence, shape and dtype of every wanted tensor, and that nothing else lives under
-/// the prefix — all before any data is converted.
-void check_layout(const SafeTensors& st, const std::vector<Want>& wants, const std::string& prefix,
-                  std::string_view layout, std::string_view unexpected_hint) {
-  // Names first: a misspelt or surplus tensor (a head too many) explains the shape errors it causes.
-  std::set<std::string_view> known;
-  for (const Want& w : wants) known.insert(w.name);
-  for (const TensorInfo& t : st.tensors()) {
-    if (t.name.compare(0, prefix.size(), prefix) != 0 || known.count(t.name)) continue;
-    const std::string_view local = std::string_view(t.name).substr(prefix.size());
-    if (local == "bias_k" || local == "bias_v")
-      throw st.error(t.name, "add_bias_kv=True (bias_k, bias_v) is not supported");
-    std::string m = "unexpected tensor (not part of the " + std::string(layout) + "; see docs/SAFETENSORS.md)";
-    if (!unexpected_hint.empty()) m += "; " + std::string(unexpected_hint);
-    throw st.error(t.name, m);
-  }
-  for (const Want& w : wants) {
-    const TensorInfo* t = st.find(w.name);
-    if (!t) {
-      if (w.required) throw st.error(w.name, "missing (" + std::string(layout) + ")");
-      continue;
-    }
-    if (t->shape != w.shape.dims)
-      throw st.error(w.name, "shape " + shape_string(t->shape) + ", expected " + w.shape.formula + " = " +
-                                 shape_string(w.shape.dims));
-    if (!readable_as_f32(t->dtype))
-      throw st.error(w.name, "dtype " + std::string(to_string(t->dtype)) + " cannot be read as f32 (F32, F16, BF16 and F64 can)");
-  }
-}
-
-std::uint32_t to_dim(const SafeTensors& st, std::string_view tensor, std::string_view what, std::uint64_t v) {
-  if (v == 0 || v > 0xffffffffu) throw st.error(tensor, std::string(what) + " = " + std::to_string(v) + " is out of range");
-  return static_cast<std::uint32_t>(v);
-}
-
-/// The 2-D shape of a tensor used to infer dimensions, or an error naming the formula expected.
-std::pair<std::uint64_t, std::uint64_t> dims2(const SafeTensors& st, const std::string& name, std::string_view formula) {
-  const TensorInfo& t = st.at(name);
-  if (t.shape.size() != 2)
-    throw st.error(name, "shape " + shape_string(t.shape) + ", expected " + std::string(formula) + " (2 dims)");
-  return {t.shape[0], t.shape[1]};
-}
-
-ShapeSpec spec(std::vector<std::uint64_t> dims, std::string formula) { return {std::move(dims), std::move(formula)}; }
-
-/// The nn.MultiheadAttention state_dict layout.
-AttentionWeights load_mha(const SafeTensors& st, std::uint32_t heads, std::uint32_t d_model, const std::string& pre) {
-  const std::string in_w = pre + "in_proj_weight", in_b = pre + "in_proj_bias", out_w = pre + "out_proj.weight",
-                    out_b = pre + "out_proj.bias", q_w = pre + "q_proj_weight", k_w = pre + "k_proj_weight",
-                    v_w = pre + "v_proj_weight";
-  const bool packed = st.contains(in_w);
-  if (d_model == 0) {
-    // embed_dim: out_proj.weight is [d_model, d_model] in every variant; when it is absent or not
-    // 2-D, the inputs' width, so check_layout reports out_proj by name or by its shape.
-    const TensorInfo* o = st.find(out_w);
-    const TensorInfo* i = st.find(packed ? in_w : q_w);
-    std::uint64_t e = 0;
-    if (o && o->shape.size() == 2) e = o->shape[0];
-    else if (i && i->shape.size() == 2) e = i->shape[1];
-    else if (o) throw st.error(out_w, "shape " + shape_string(o->shape) + ", expected [d_model, d_model] (2 dims)");
-    else throw st.error(out_w, "missing (nn.MultiheadAttention layout)");
-    d_model = to_dim(st, o ? out_w : i->name, "d_model", e);
-  }
-  const std::uint64_t e = d_model;
-  std::vector<Want> wants;
-  if (packed) {
-    wants.push_back({in_w, spec({3 * e, e}, "[3*d_model, d_model]")});
-  } else {
-    // kdim/vdim variant: self-attention projects K and V from the same X, so kdim = vdim = d_model.
-    wants.push_back({q_w, spec({e, e}, "[d_model, d_model]")});
-    wants.push_back({k_w, spec({e, e}, "[d_model, kdim = d_model]")});
-    wants.push_back({v_w, spec({e, e}, "[d_model, vdim = d_model]")});
-  }
-  wants.push_back({in_b, spec({3 * e}, "[3*d_model]"), false});
-  wants.push_back({out_w, spec({e, e}, "[d_model, d_model]")});
-  wants.push_back({out_b, spec({e}, "[d_model]"), false});
-  check_layout(st, wants, pre, "nn.MultiheadAttention layout", {});
-  // Shapes depend on d_model only; the head count is the caller's (a state_dict does not store it).
-  if (heads == 0)
-    throw st.error({}, "the number of heads is not stored in an nn.MultiheadAttention state_dict: give heads");
-  if (d_model % heads != 0)
-    throw st.error({}, "heads = " + std::to_string(heads) + " does not divide d_model = " + std::to_string(d_model));
-
-  AttentionWeights w;
-  w.d_model = d_model;
-  w.heads = heads;
-  w.d_k = w.d_v = d_model / heads;
-  const std::size_t mm = std::size_t(e) * e;
-  if (packed) {
-    const auto in = st.read_f32(in_w, wants[0].shape);
-    w.w_q.assign(in.begin(), in.begin() + mm);
-    w.w_k.assign(in.begin() + mm, in.begin() + 2 * mm);
-    w.w_v.assign(in.begin() + 2 * mm, in.end());
-  } else {
-    w.w_q = st.read_f32(q_w, wants[0].shape);
-    w.w_k = st.read_f32(k_w, wants[1].shape);
-    w.w_v = st.read_f32(v_w, wants[2].shape);
-  }
-  if (st.contains(in_b)) {
-    const auto b = st.read_f32(in_b);
-    w.b_q.assign(b.begin(), b.begin() + e);
-    w.b_k.assign(b.begin() + e, b.begin() + 2 * e);
-    w.b_v.assign(b.begin() + 2 * e, b.end());
-  }
-  w.w_o = st.read_f32(out_w);
-  if (st.contains(out_b)) w.b_o = st.read_f32(out_b);
-  return w;
-}
-
-/// Our per-head layout (docs/SAFETENSORS.md).
-AttentionWeights load_per_head(const SafeTensors& st, std::uint32_t heads, std::uint32_t d_model,
-                               const std::string& pre, bool& has_single) {
-  auto head = [&](std::uint32_t h, std::string_view part) {
-    return pre + "heads." + std::to_string(h) + "." + std::string(part);
-  };
-  if (heads == 0)
-    while (st.contains(head(heads, "q.weight"))) ++heads;
-  const auto [dk0, dm0] = dims2(st, head(0, "q.weight"), "[d_k, d_model]");
-  if (d_model == 0) d_model = to_dim(st, head(0, "q.weight"), "d_model", dm0);
-  const std::uint32_t d_k = to_dim(st, head(0, "q.weight"), "d_k", dk0);
-  const std::uint32_t d_v = to_dim(st, head(0, "v.weight"), "d_v", dims2(st, head(0, "v.weight"), "[d_v, d_model]").first);
-  const std::uint64_t e = d_model, dk = d_k, dv = d_v, hh = heads;
-
-  std::vector<Want> wants;
-  for (std::uint32_t h = 0; h < heads; ++h) {
-    wants.push_back({head(h, "q.weight"), spec({dk, e}, "[d_k, d_model]")});
-    wants.push_back({head(h, "q.bias"), spec({dk}, "[d_k]"), false});
-    wants.push_back({head(h, "k.weight"), spec({dk, e}, "[d_k, d_model]")});
-    wants.push_back({head(h, "k.bias"), spec({dk}, "[d_k]"), false});
-    wants.push_back({head(h, "v.weight"), spec({dv, e}, "[d_v, d_model]")});
-    wants.push_back({head(h, "v.bias"), spec({dv}, "[d_v]"), false});
-  }
-  wants.push_back({pre + "out.weight", spec({e, hh * dv}, "[d_model, heads*d_v]"), false});
-  wants.push_back({pre + "out.bias", spec({e}, "[d_model]"), false});
-  has_single = st.contains(pre + "single.q.weight") || st.contains(pre + "single.k.weight") ||
-               st.contains(pre + "single.v.weight");
-  for (const char* p : {"q", "k", "v"}) {
-    wants.push_back({pre + "single." + p + ".weight", spec({e, e}, "[d_model, d_model]"), has_single});
-    wants.push_back({pre + "single." + p + ".bias", spec({e}, "[d_model]"), false});
-  }
-  const std::string hint = "heads = " + std::to_string(heads) + " reads heads.0 .. heads." + std::to_string(heads - 1);
-  check_layout(st, wants, pre, "per-head layout", hint);
-  if (st.contains(pre + "out.bias") && !st.contains(pre + "out.weight"))
-    throw st.error(pre + "out.bias", "given without out.weight");
-
-  AttentionWeights w;
-  w.d_model = d_model;
-  w.heads = heads;
-  w.d_k = d_k;
-  w.d_v = d_v;
-  // Stack head blocks; a bias a head lacks is zero, and a vector stays empty if no head has one.
-  auto stack = [&](std::string_view part, std::uint64_t rows, std::vector<float>& dst, bool bias) {
-    bool any = false;
-    for (std::uint32_t h = 0; h < heads; ++h) any = any || st.contains(head(h, part));
-    if (!any) return;
-    dst.assign(std::size_t(hh * rows * (bias ? 1 : e)), 0.0f);
-    for (std::uint32_t h = 0; h < heads; ++h) {
-      if (!st.contains(head(h, part))) continue;
-      const auto v = st.read_f32(head(h, part));
-      std::copy(v.begin(), v.end(), dst.begin() + std::ptrdiff_t(h * v.size()));
-    }
-  };
-  stack("q.weight", dk, w.w_q, false);
-  stack("k.weight", dk, w.w_k, false);
-  stack("v.weight", dv, w.w_v, false);
-  stack("q.bias", dk, w.b_q, true);
-  stack("k.bias", dk, w.b_k, true);
-  stack("v.bias", dv, w.b_v, true);
-  if (st.contains(pre + "out.weight")) w.w_o = st.read_f32(pre + "out.weight");
-  if (st.contains(pre + "out.bias")) w.b_o = st.read_f32(pre + "out.bias");
-  if (has_single) {
-    w.s_w_q = st.read_f32(pre + "single.q.weight");
-    w.s_w_k = st.read_f32(pre + "single.k.weight");
-    w.s_w_v = st.read_f32(pre + "single.v.weight");
-    auto bias = [&](const char* p, std::vector<float>& dst) {
-      if (st.contains(pre + "single." + p + ".bias")) dst = st.read_f32(pre + "single." + p + ".bias");
-    };
-    bias("q", w.s_b_q);
-    bias("k", w.s_b_k);
-    bias("v", w.s_b_v);
-  }
-  return w;
-}
-
-}  // namespace
-
-AttentionWeights load_attention_safetensors(const std::filesystem::path& file, std::uint32_t heads,
-                                            const AttentionLoadOptions& options) {
-  const SafeTensors st(file);
-  const std::string& pre = options.prefix;
-  AttentionWeights w;
-  bool has_single = false;
-  if (st.contains(pre + "in_proj_weight") || st.contains(pre + "q_proj_weight")) {
-    w = load_mha(st, heads, options.d_model, pre);
-  } else if (st.contains(pre + "heads.0.q.weight")) {
-    w = load_per_head(st, heads, options.d_model, pre, has_single);
-  } else {
-    std::string names;
-    std::size_t listed = 0;
-    for (const auto& t : st.tensors()) {
-      if (listed == 8) {
-        names += ", ...";
-        break;
-      }
-      names += (listed++ ? ", " : "") + t.name;
-    }
-    throw st.error({}, "no attention weights: expected '" + pre + "in_proj_weight' (nn.MultiheadAttention) or '" + pre +
-                           "heads.0.q.weight' (per-head layout); the file has " +
-                           (names.empty() ? std::string("no tensors") : names));
-  }
-
-  if (!options.baseline.empty()) {
-    if (has_single)
-      throw st.error({}, "has single.* baseline tensors and a baseline file was given too (" +
-                             options.baseline.string() + ")");
-    const SafeTensors base(options.baseline);
-    if (!base.contains("in_proj_weight") && !base.contains("q_proj_weight"))
-      throw base.error({}, "baseline: expected a 1-head nn.MultiheadAttention state_dict (in_proj_weight)");
-    AttentionWeights b = load_mha(base, 1, w.d_model, "");
-    w.s_w_q = std::move(b.w_q);
-    w.s_w_k = std::move(b.w_k);
-    w.s_w_v = std::move(b.w_v);
-    w.s_b_q = std::move(b.b_q);
-    w.s_b_k = std::move(b.b_k);
-    w.s_b_v = std::move(b.b_v);
-  }
-  return w;
 }
 
 }  // namespace headsep

@@ -1,0 +1,176 @@
+// ModelBatch (model/model_batch.hpp): one batch through the model, the steps of run_model's
+// parallel stage in the order they run.
+#include "model/model_batch.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "headsep/error.hpp"
+
+namespace headsep {
+
+ModelBatch::ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col)
+    : model_(model),
+      axes_(axes),
+      opt_(opt),
+      cfg_(model.config()),
+      id_col_(id_col),
+      L(cfg_.layers),
+      H(cfg_.heads),
+      H1(H + 1),
+      P(H * (H - 1) / 2),
+      C(axes.size()) {}
+
+void ModelBatch::measure(const ReportBatch& b, BatchScratch& s, BatchSums& sums, prof::StageTimer& timer) const {
+  token_ids(b, s);
+  check_lengths(b);
+  prepare_outputs(b, s);
+  timer.to(prof::kForward);
+  model_.forward(s.ids.data(), b.token_offset.data(), b.n_reports(), static_cast<std::uint32_t>(C), s.axis_ptr.data(),
+                 opt_.simd, s.outs, nullptr, s.bert);
+  timer.to(prof::kHeads);
+  head_sums(b, s, sums);
+  top_reports(b, s, sums, timer);
+}
+
+/// The batch's token_id column as vocabulary ids, each checked.
+void ModelBatch::token_ids(const ReportBatch& b, BatchScratch& s) const {
+  const std::size_t R = b.n_reports();
+  s.ids.resize(b.n_tokens());
+  const double* col = b.features.at(id_col_).data();
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::uint64_t t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t) {
+      const double v = col[t];
+      if (!(v >= 0 && v < double(cfg_.vocab_size) && v == std::floor(v)))
+        throw Error("report '" + b.report_id(r) + "': token " + std::to_string(t - b.token_offset[r] + 1) +
+                    ": token_id " + std::to_string(v) + " is not an id of the model's vocabulary");
+      s.ids[t] = static_cast<std::uint32_t>(v);
+    }
+}
+
+void ModelBatch::check_lengths(const ReportBatch& b) const {
+  for (std::size_t r = 0; r < b.n_reports(); ++r)
+    if (b.report_length(r) > cfg_.max_positions)
+      throw Error("report '" + b.report_id(r) + "': " + std::to_string(b.report_length(r)) +
+                  " tokens, over the model's " + std::to_string(cfg_.max_positions) + " positions");
+}
+
+/// The axes as f32 rows, and per layer zeroed context / head / pair sums for the forward to fill.
+void ModelBatch::prepare_outputs(const ReportBatch& b, BatchScratch& s) const {
+  const std::size_t R = b.n_reports();
+  axes_.project<float>(b, s.axis32);
+  s.axis_ptr.resize(C);
+  for (std::size_t c = 0; c < C; ++c) s.axis_ptr[c] = s.axis32[c].data();
+  s.ctx.resize(L), s.hs.resize(L), s.ps.resize(L), s.outs.resize(L);
+  for (std::size_t l = 0; l < L; ++l) {
+    s.ctx[l].assign(H1 * C * R, 0.0);
+    s.hs[l].assign(H1 * kHeadStats * R, 0.0);
+    s.ps[l].assign(std::max<std::size_t>(1, P * kPairStats * R), 0.0);
+    s.outs[l] = BertLayerOut{};
+    s.outs[l].context = s.ctx[l].data();
+    s.outs[l].head_stats = s.hs[l].data();
+    s.outs[l].pair_stats = s.ps[l].data();
+    s.outs[l].stride = R;
+  }
+}
+
+/// The batch's sums over reports (head, context, pair statistics; pair distances) and its
+/// distributions (entropy, separation); s.report_sep gets each report's total pair distance.
+void ModelBatch::head_sums(const ReportBatch& b, BatchScratch& s, BatchSums& m) const {
+  const std::size_t R = b.n_reports();
+  m.reports = R;
+  m.tokens = b.n_tokens();
+  m.flops = model_.flops(b.token_offset.data(), R);
+  m.head.assign(L * H1 * kHeadStats, 0.0);
+  m.ctx.assign(L * H1 * C, 0.0);
+  m.pair.assign(L * P * kPairStats, 0.0);
+  m.dist.assign(L * P, 0.0);
+  m.entropy.assign(L * H1, QuantileSketch());
+  m.separation.assign(L * H, QuantileSketch());
+  s.report_sep.assign(R, 0.0);
+  for (std::size_t l = 0; l < L; ++l) {
+    s.sep.assign(H * R, 0.0);  // [(h-1)*R + r]: sum of the distances to the other heads
+    for (std::size_t r = 0; r < R; ++r) {
+      for (std::size_t h = 0; h < H1; ++h) {
+        for (std::size_t k = 0; k < kHeadStats; ++k) {
+          const double v = s.hs[l][(h * kHeadStats + k) * R + r];
+          if (!std::isfinite(v))
+            throw Error("report '" + b.report_id(r) + "': layer " + std::to_string(l) + " head " + std::to_string(h) +
+                        ": " + std::string(head_stat_name(static_cast<std::uint32_t>(k))) + " is not finite");
+          m.head[(l * H1 + h) * kHeadStats + k] += v;
+        }
+        for (std::size_t c = 0; c < C; ++c) m.ctx[(l * H1 + h) * C + c] += s.ctx[l][(h * C + c) * R + r];
+      }
+      std::size_t p = 0;
+      for (std::size_t i = 1; i <= H; ++i)
+        for (std::size_t j = i + 1; j <= H; ++j, ++p) {
+          for (std::size_t k = 0; k < kPairStats; ++k) m.pair[(l * P + p) * kPairStats + k] += s.ps[l][(p * kPairStats + k) * R + r];
+          double d2 = 0;
+          for (std::size_t c = 0; c < C; ++c) {
+            const double d = s.ctx[l][(i * C + c) * R + r] - s.ctx[l][(j * C + c) * R + r];
+            d2 += d * d;
+          }
+          const double d = std::sqrt(d2);
+          m.dist[l * P + p] += d;
+          s.sep[(i - 1) * R + r] += d, s.sep[(j - 1) * R + r] += d;
+          s.report_sep[r] += d;
+        }
+    }
+    for (std::size_t h = 0; h < H1; ++h) m.entropy[l * H1 + h].add(s.hs[l].data() + (h * kHeadStats + kEntropy) * R, R);
+    for (std::size_t h = 0; h < H; ++h) {
+      for (std::size_t r = 0; r < R; ++r) s.sep[h * R + r] = H > 1 ? s.sep[h * R + r] / double(H - 1) : 0.0;
+      m.separation[l * H + h].add(s.sep.data() + h * R, R);
+    }
+  }
+}
+
+// The batch's top reports by separation (mean over layers and pairs): any report of the
+// scenario's top is in its batch's top.
+void ModelBatch::top_reports(const ReportBatch& b, BatchScratch& s, BatchSums& m, prof::StageTimer& timer) const {
+  m.top = TopK(opt_.top_reports);
+  for (std::size_t r = 0; r < b.n_reports(); ++r) {
+    const double v = L * P > 0 ? s.report_sep[r] / double(L * P) : 0.0;
+    if (!std::isfinite(v)) throw Error("report '" + b.report_id(r) + "': its head separation is not finite");
+    m.top.add(v, b.first_report + r);
+  }
+  for (const auto& [v, index] : m.top.sorted()) {
+    const std::size_t r = index - b.first_report;
+    m.top_ids.emplace_back(index, b.report_id(r));
+    if (!opt_.keep_maps) continue;
+    m.maps.push_back(report_maps(b, r, index, v, s, timer));
+  }
+}
+
+// Report r recomputed alone with its maps (grouping never changes a bit: the same metrics).
+ModelMap ModelBatch::report_maps(const ReportBatch& b, std::size_t r, std::uint64_t index, double separation,
+                                 BatchScratch& s, prof::StageTimer& timer) const {
+  const std::uint64_t off[2] = {b.token_offset[r], b.token_offset[r + 1]};
+  const std::size_t n = off[1] - off[0];
+  const std::uint64_t zero = 0;
+  std::vector<double> c1(H1 * C + 1), h1(H1 * kHeadStats), p1(P * kPairStats + 1);
+  std::vector<BertLayerOut> outs(L);
+  s.maps.resize(L);
+  for (std::size_t l = 0; l < L; ++l) {
+    s.maps[l].assign(H1 * n * n, 0.0f);
+    outs[l].context = c1.data(), outs[l].head_stats = h1.data(), outs[l].pair_stats = p1.data(), outs[l].stride = 1;
+    outs[l].maps = s.maps[l].data(), outs[l].maps_offset = &zero;
+  }
+  timer.to(prof::kForward);
+  model_.forward(s.ids.data(), off, 1, static_cast<std::uint32_t>(C), s.axis_ptr.data(), opt_.simd, outs, nullptr, s.bert);
+  timer.to(prof::kHeads);
+  ModelMap mm;
+  mm.id = b.report_id(r);
+  mm.index = index;
+  mm.separation = separation;
+  mm.n = static_cast<std::uint32_t>(n);
+  mm.keys = static_cast<std::uint32_t>(std::min(n, opt_.map_tokens));
+  for (std::size_t k = 0; k < mm.keys; ++k) mm.tokens.push_back(b.token_name(r, off[0] + k));
+  mm.maps.reserve(L * H1 * mm.keys * mm.keys);
+  for (std::size_t l = 0; l < L; ++l)
+    for (std::size_t h = 0; h < H1; ++h)
+      for (std::size_t q = 0; q < mm.keys; ++q)
+        for (std::size_t k = 0; k < mm.keys; ++k) mm.maps.push_back(s.maps[l][(h * n + q) * n + k]);
+  return mm;
+}
+
+}  // namespace headsep

@@ -1,0 +1,68 @@
+// Private: one batch of reports through the model — run_model's parallel stage (model_run.cpp).
+// Token ids and axes, the BERT forward with every head measured, and the batch's sums, top
+// reports and their maps, which the pipeline's serial stage merges in batch order.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "headsep/model_run.hpp"
+#include "profile/profiler_impl.hpp"
+
+namespace headsep {
+
+/// What one batch adds to its scenario (ModelSummary::Scenario's fields, for this batch only).
+struct BatchSums {
+  std::uint64_t reports = 0, tokens = 0;
+  std::vector<double> head, ctx, pair, dist;
+  double flops = 0;
+  std::vector<QuantileSketch> entropy, separation;  // the batch's distributions (ModelSummary::Scenario)
+  TopK top{0};
+  std::vector<std::pair<std::uint64_t, std::string>> top_ids;
+  std::vector<ModelMap> maps;  // of the batch's top (keep_maps)
+};
+
+/// Per-thread buffers, reused across batches.
+struct BatchScratch {
+  BertScratch bert;
+  std::vector<std::uint32_t> ids;
+  std::vector<std::vector<float>> axis32;
+  std::vector<const float*> axis_ptr;
+  std::vector<std::vector<double>> ctx, hs, ps;
+  std::vector<BertLayerOut> outs;
+  std::vector<double> sep, report_sep;  // per head and report; per report
+  std::vector<std::vector<float>> maps;  // one report's maps per layer (keep_maps)
+};
+
+/// The model, axes and options of one run_model call, applied to a batch at a time. measure()
+/// may run on several threads at once: it reads only these and writes only its arguments.
+class ModelBatch {
+ public:
+  /// `id_col`: the batch's feature column of token ids.
+  ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col);
+
+  /// `sums` from batch `b`, in this order: token ids, axes, forward, head sums, top reports
+  /// (their maps). Throws Error naming the report on bad input. The timer moves from the axes to
+  /// the forward to the head metrics.
+  void measure(const ReportBatch& b, BatchScratch& s, BatchSums& sums, prof::StageTimer& timer) const;
+
+ private:
+  void token_ids(const ReportBatch& b, BatchScratch& s) const;
+  void check_lengths(const ReportBatch& b) const;
+  void prepare_outputs(const ReportBatch& b, BatchScratch& s) const;
+  void head_sums(const ReportBatch& b, BatchScratch& s, BatchSums& m) const;
+  void top_reports(const ReportBatch& b, BatchScratch& s, BatchSums& m, prof::StageTimer& timer) const;
+  ModelMap report_maps(const ReportBatch& b, std::size_t r, std::uint64_t index, double separation, BatchScratch& s,
+                       prof::StageTimer& timer) const;
+
+  const BertModel& model_;
+  const AxisMap& axes_;
+  const ModelRunOptions& opt_;
+  const BertConfig& cfg_;
+  const std::size_t id_col_;
+  const std::size_t L, H, H1, P, C;  // layers, heads, heads + baseline, head pairs, axes
+};
+
+}  // namespace headsep
