@@ -71,6 +71,7 @@ struct RunArgs {
   bool sweep_value = false;                     // one value of `headsep sweep`: no rows, no table
   bool profile = false;  // --profile: the stage table on stderr, a "profile" section in --summary
   std::string trace;     // --trace PATH: Chrome trace-event JSON
+  bool slot_by_slot = false;  // --slot-by-slot: RunOptions::all_slots_at_once = false
 };
 
 /// --attention-reports: first:N | all | index:I,J,... | id:A,B,... -> which reports keep maps.
@@ -202,6 +203,7 @@ RunOptions run_options(const RunArgs& a) {
   if (a.precision == "f64") opt.precision = Precision::f64;
   else if (a.precision == "f32") opt.precision = Precision::f32;
   else throw UsageError("--precision must be f64 or f32");
+  opt.all_slots_at_once = !a.slot_by_slot;
   return opt;
 }
 
@@ -1054,6 +1056,15 @@ int main(int argc, char** argv) {
 
   auto* infoc = app.add_subcommand("info", "Show build and CPU capabilities");
 
+  runc->add_flag("--slot-by-slot", ra.slot_by_slot,
+                 "Ask an every-slot weighting (ABI 1.3) for one scenario at a time: same output, for A/B timing");
+  std::string temporaries = "unnamed";  // --temporaries: set_output_temporaries (headsep/output.hpp)
+  for (auto* c : {example, runc, scalingc, sweepc})
+    c->add_option("--temporaries", temporaries,
+                  "Unfinished output files: unnamed (O_TMPFILE, linked in when complete; nothing is left even if "
+                  "killed) or named (PATH.tmp-*, renamed when complete; left behind by SIGKILL)")
+        ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -1090,6 +1101,7 @@ int main(int argc, char** argv) {
   };
   const bool lead = headsep::dist::rank() == 0;
   try {
+    set_output_temporaries(parse_temporaries(temporaries));
     int rc = 0;
     if (*example) rc = lead ? example_cmd(ea) : 0;
     else if (*sweepc) rc = lead ? sweep_cmd(sa, sweep_vary, sweep_json) : 0;
