@@ -11,8 +11,8 @@ namespace headsep {
 
 /// A destination that never leaves a half-written file: writes go to an unnamed file in PATH's
 /// folder (O_TMPFILE: it vanishes with the process, even on SIGKILL) that commit() links in as
-/// PATH, atomically replacing it; where O_TMPFILE is unsupported, to "PATH.tmp-XXXXXX" renamed over
-/// PATH. Destroyed without commit(), nothing remains.
+/// PATH, atomically replacing it; where O_TMPFILE is unsupported (or set_output_temporaries() asks
+/// for named ones), to "PATH.tmp-XXXXXX" renamed over PATH. Destroyed without commit(), nothing remains.
 /// An empty path or "-" means standard output; an existing non-regular file (a device such as
 /// /dev/null, a FIFO) is written in place.
 class OutputFile {
@@ -44,6 +44,21 @@ class OutputFile {
   void link_anonymous();
   std::size_t slot_ = std::size_t(-1);  ///< entry in the table of temporaries signals remove
 };
+
+/// How an OutputFile keeps an unfinished file out of sight (`--temporaries`, docs/DISTRIBUTED.md).
+enum class Temporaries : std::uint8_t {
+  /// The default: an unnamed O_TMPFILE file in PATH's folder, linked in at commit(); nothing is
+  /// left even when the process is killed (SIGKILL). Named where O_TMPFILE or /proc is missing.
+  unnamed,
+  /// Always "PATH.tmp-XXXXXX" renamed over PATH: removed on SIGINT, SIGTERM, SIGHUP and by the
+  /// destructor, but left behind by SIGKILL.
+  named,
+};
+/// Process-wide: every OutputFile constructed afterwards uses `how` (default: unnamed). Set it
+/// before outputs are opened (main does, from --temporaries); files already open keep theirs.
+void set_output_temporaries(Temporaries how) noexcept;
+/// "unnamed" or "named"; throws UsageError otherwise.
+Temporaries parse_temporaries(std::string_view name);
 
 /// SIGINT, SIGTERM, SIGHUP: remove every OutputFile temporary, print one line, exit 128 + signal
 /// (130, 143, 129). SIGPIPE (stdout closed, e.g. `| head`): the same, quietly. Call once in main.

@@ -43,6 +43,11 @@ struct RunOptions {
   Profiler* profiler = nullptr;
   /// Scale-out (runtime/dist/, MPI): this process shares the run with others. Null: alone.
   ChunkExchange* exchange = nullptr;
+  /// Schemes with ABI 1.3's every-slot weighting (Weighting::all_slots): in f64 with more than
+  /// one scenario, ask for every slot in one weights() call and run one kernel call over them, so
+  /// features and axes are read once per batch. false asks slot by slot (`headsep run
+  /// --slot-by-slot`: A/B measurements, tests). The results are the same bytes either way.
+  bool all_slots_at_once = true;
 };
 
 /// Attention maps of the reports a run keeps (RunOptions::keep_maps), one scenario of a batch.

@@ -49,6 +49,7 @@ struct Commands {
   ScalingArgs scaling_args;
   SweepArgs sweep_args;
   PluginsArgs plugins_args;
+  std::string temporaries = "unnamed";  // --temporaries: set_output_temporaries (headsep/output.hpp)
   CLI::App *example, *run, *scaling, *sweep, *plugins, *info;
 
   explicit Commands(CLI::App& app)
@@ -57,7 +58,16 @@ struct Commands {
         scaling(add_scaling(app, scaling_args)),
         sweep(add_sweep(app, sweep_args)),
         plugins(add_plugins(app, plugins_args)),
-        info(add_info(app)) {}
+        info(add_info(app)) {
+    // Last on their commands' --help, as options added once every command exists.
+    run->add_flag("--slot-by-slot", run_args.slot_by_slot,
+                  "Ask an every-slot weighting (ABI 1.3) for one scenario at a time: same output, for A/B timing");
+    for (auto* c : {example, run, scaling, sweep})
+      c->add_option("--temporaries", temporaries,
+                    "Unfinished output files: unnamed (O_TMPFILE, linked in when complete; nothing is left even if "
+                    "killed) or named (PATH.tmp-*, renamed when complete; left behind by SIGKILL)")
+          ->capture_default_str();
+  }
 
   /// Runs the subcommand given: on every rank for `run`, on rank 0 alone for the others.
   int dispatch() const {
@@ -95,6 +105,7 @@ int main(int argc, char** argv) {
   if (headsep::dist::rank() != 0)
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL);
   try {
+    headsep::set_output_temporaries(headsep::parse_temporaries(commands.temporaries));
     const int rc = commands.dispatch();
     // What went to standard output (rows, the table) must have arrived: a full disk there is an
     // error, not a silent success.

@@ -122,6 +122,7 @@ RunOptions run_options(const RunArgs& a) {
   if (a.precision == "f64") opt.precision = Precision::f64;
   else if (a.precision == "f32") opt.precision = Precision::f32;
   else throw UsageError("--precision must be f64 or f32");
+  opt.all_slots_at_once = !a.slot_by_slot;
   return opt;
 }
 

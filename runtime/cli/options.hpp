@@ -42,6 +42,7 @@ struct RunArgs {
   bool sweep_value = false;                     // one value of `headsep sweep`: no rows, no table
   bool profile = false;  // --profile: the stage table on stderr, a "profile" section in --summary
   std::string trace;     // --trace PATH: Chrome trace-event JSON
+  bool slot_by_slot = false;  // --slot-by-slot: RunOptions::all_slots_at_once = false
   dist::Options mpi;     // --mpi-csv, --mpi-rows, --mpi-csv-block, --mpi-stats (runtime/dist/)
 };
 

@@ -235,16 +235,16 @@ TEST_CASE("ABI 1.2 shared baseline, 1.3 every slot at once: results identical to
   }
 }
 
-TEST_CASE("ABI 1.3 every slot at once: axis-focus gives the same bytes as slot by slot (HEADSEP_ALL_SLOTS=0)", "[abi]") {
+TEST_CASE("ABI 1.3 every slot at once: axis-focus gives the same bytes as slot by slot (--slot-by-slot)", "[abi]") {
   // The main job's weighting (3 designs, a shared baseline) with short ragged chunks (kernel tails).
   TempDir dir;
   for (const char* threads : {"1", "2"}) {
     std::string outs[2];
     for (int all = 0; all < 2; ++all) {
       const std::string s = dir.file(std::string("s") + threads + std::to_string(all) + ".json");
-      auto r = run_shell(std::string("HEADSEP_ALL_SLOTS=") + (all ? "1 " : "0 ") + shell_quote(HEADSEP_CLI) +
-                         " run -s ops-reports -w axis-focus -p reports=3001 --chunk 37 --format jsonl --quiet --top 3 --threads " +
-                         threads + " --summary " + shell_quote(s));
+      auto r = run_shell(shell_quote(HEADSEP_CLI) + " run -s ops-reports -w axis-focus -p reports=3001 --chunk 37" +
+                         (all ? "" : " --slot-by-slot") + " --format jsonl --quiet --top 3 --threads " + threads +
+                         " --summary " + shell_quote(s));
       INFO(r.err);
       REQUIRE(r.status == 0);
       CHECK(json_lines(r.out).size() == 9003);  // 3001 reports x 3 designs

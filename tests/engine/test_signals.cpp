@@ -16,9 +16,10 @@ using namespace testutil;
 
 namespace {
 
-// Starts a long run writing rows to out/rows.csv (stderr to err_path), waits until its
-// unfinished output has data, sends `sig`, returns the exit status.
-int interrupt_run(const TempDir& out, const std::string& err_path, int sig, bool* killed = nullptr) {
+// Starts a long run writing rows to out/rows.csv (stderr to err_path; --temporaries `temporaries`),
+// waits until its unfinished output has data, sends `sig`, returns the exit status.
+int interrupt_run(const TempDir& out, const std::string& err_path, int sig, bool* killed = nullptr,
+                  const char* temporaries = "unnamed") {
   pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -26,7 +27,8 @@ int interrupt_run(const TempDir& out, const std::string& err_path, int sig, bool
     ::freopen(err_path.c_str(), "w", stderr);
     ::freopen("/dev/null", "w", stdout);
     ::execl(HEADSEP_CLI, HEADSEP_CLI, "run", "-s", "ops-reports", "-w", "axis-focus", "-p", "reports=2000000000",
-            "--threads", "1", "--per-report", rows.c_str(), "--summary", summary.c_str(), "--quiet", nullptr);
+            "--threads", "1", "--per-report", rows.c_str(), "--summary", summary.c_str(), "--quiet", "--temporaries",
+            temporaries, nullptr);
     ::_exit(127);
   }
   bool started = false;
@@ -67,6 +69,16 @@ TEST_CASE("SIGINT, SIGTERM and SIGHUP remove every temporary and exit 130 / 143 
   }
 }
 
+TEST_CASE("named temporaries (--temporaries named) are removed on SIGTERM, and a bad value is a usage error", "[signals][cli]") {
+  TempDir out, logs;
+  CHECK(interrupt_run(out, logs.file("err.txt"), SIGTERM, nullptr, "named") == 143);
+  CHECK(fs::is_empty(out.path));
+  CHECK(read_file(logs.file("err.txt")) == "headsep: interrupted by SIGTERM; removed unfinished output\n");
+  auto r = run_cli("run -s ops-reports -w axis-focus -p reports=10 --quiet --temporaries hidden");
+  CHECK(r.status == 2);
+  CHECK(r.err == "headsep: --temporaries: expected unnamed or named, got 'hidden'\n");
+}
+
 TEST_CASE("a closed stdout ends the run quietly and leaves no temporary", "[signals][cli]") {
   TempDir out;
   const std::string pipeline = shell_quote(HEADSEP_CLI) + " run -s ops-reports -w axis-focus -p reports=50000000 --format jsonl --summary " +
@@ -91,9 +103,9 @@ TEST_CASE("SIGKILL leaves no output and no temporary behind", "[signals][cli]") 
 // nothing visible before commit(), an existing file replaced only at commit(), 0644, nothing left
 // when destroyed uncommitted.
 TEST_CASE("OutputFile: invisible until commit, atomic replace, both ways", "[output]") {
-  for (const char* mode : {"1", "0"}) {
-    DYNAMIC_SECTION("HEADSEP_OUTPUT_TMPFILE=" << mode) {
-      ::setenv("HEADSEP_OUTPUT_TMPFILE", mode, 1);
+  for (const char* mode : {"unnamed", "named"}) {
+    DYNAMIC_SECTION("--temporaries " << mode) {
+      headsep::set_output_temporaries(headsep::parse_temporaries(mode));
       TempDir dir;
       const std::string fresh = dir.file("fresh.txt"), old = dir.file("old.txt");
       testutil::write_file(old, "old contents\n");
@@ -107,7 +119,7 @@ TEST_CASE("OutputFile: invisible until commit, atomic replace, both ways", "[out
         headsep::OutputFile a(fresh), b(old);
         a.write("new A\n");
         b.write("new B\n");
-        if (std::string(mode) == "1") CHECK(names() == std::vector<std::string>{"old.txt"});
+        if (std::string(mode) == "unnamed") CHECK(names() == std::vector<std::string>{"old.txt"});
         else CHECK(names().size() == 3);  // old.txt and two named temporaries
         CHECK(read_file(old) == "old contents\n");
         a.commit();
@@ -126,7 +138,7 @@ TEST_CASE("OutputFile: invisible until commit, atomic replace, both ways", "[out
       CHECK(names() == (std::vector<std::string>{"fresh.txt", "old.txt"}));
       CHECK(read_file(old) == "new B\n");
       CHECK_THROWS_AS(headsep::OutputFile(dir.file("missing/x.txt")), headsep::Error);
-      ::unsetenv("HEADSEP_OUTPUT_TMPFILE");
+      headsep::set_output_temporaries(headsep::Temporaries::unnamed);
     }
   }
 }

@@ -1,0 +1,85 @@
+// --attention: one JSON line per kept (report, scenario) of an attention scheme, with its
+// attention maps and multi-head output (make_attention_writer, headsep/output.hpp).
+#include <functional>
+
+#include "engine/formatted_rows.hpp"
+#include "headsep/output.hpp"
+#include "support/text_util.hpp"
+
+namespace headsep {
+namespace {
+
+/// --attention: one JSON line per kept (report, scenario) with its maps and multi-head output.
+class AttentionMapWriter final : public ResultSink {
+ public:
+  AttentionMapWriter(OutputFile& out, std::function<bool(const ReportBatch&, std::size_t)> only)
+      : out_(out), only_(std::move(only)) {}
+  void prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& partial) const override {
+    auto f = std::make_unique<FormattedRows>();
+    format(res, f->bytes);
+    partial = std::move(f);
+  }
+  void consume(const BatchResult& res, SinkPartial* partial) override {
+    if (auto* f = dynamic_cast<FormattedRows*>(partial)) return out_.write(f->bytes);
+    std::string s;
+    format(res, s);
+    out_.write(s);
+  }
+
+ private:
+  static void rows(std::string& s, const float* a, std::size_t nrows, std::size_t width) {
+    s += '[';
+    for (std::size_t q = 0; q < nrows; ++q) {
+      s += q ? ",[" : "[";
+      for (std::size_t k = 0; k < width; ++k) {
+        if (k) s += ',';
+        append_json_number(s, static_cast<double>(a[q * width + k]));
+      }
+      s += ']';
+    }
+    s += ']';
+  }
+  void format(const BatchResult& res, std::string& s) const {
+    const auto& b = *res.batch;
+    for (std::size_t j = 0; j < res.dumps.size(); ++j) {
+      const AttentionDump& d = res.dumps[j];
+      for (std::size_t i = 0; i < d.reports.size(); ++i) {
+        const std::size_t r = d.reports[i], n = b.report_length(r), nq = d.n_queries[i];
+        if (only_ && !only_(b, r)) continue;
+        s += "{\"report_id\":";
+        append_json_string(s, b.report_id(r));
+        s += ",\"report_index\":" + std::to_string(b.first_report + r) + ",\"scenario\":";
+        append_json_string(s, *res.scenario_names[j]);
+        s += ",\"tokens\":";
+        append_json_tokens(s, b, r);
+        s += ",\"queries\":[";
+        for (std::size_t q = 0; q < nq; ++q) s += (q ? "," : "") + std::to_string(d.queries[i] + q);
+        s += "],\"single\":";
+        const float* maps = d.maps.data() + d.maps_offset[i];
+        rows(s, maps, nq, n);
+        s += ",\"heads\":[";
+        for (std::uint32_t h = 1; h <= d.heads; ++h) {
+          if (h > 1) s += ',';
+          rows(s, maps + std::size_t(h) * nq * n, nq, n);
+        }
+        s += ']';
+        if (d.d_model) {
+          s += ",\"output\":";
+          rows(s, d.output.data() + d.output_offset[i], nq, d.d_model);
+        }
+        s += "}\n";
+      }
+    }
+  }
+  OutputFile& out_;
+  std::function<bool(const ReportBatch&, std::size_t)> only_;
+};
+
+}  // namespace
+
+std::unique_ptr<ResultSink> make_attention_writer(OutputFile& out,
+                                                  std::function<bool(const ReportBatch&, std::size_t)> only) {
+  return std::make_unique<AttentionMapWriter>(out, std::move(only));
+}
+
+}  // namespace headsep

@@ -1,0 +1,66 @@
+// The engine's checks on a batch (the pipeline's "validate" steps): weights a scheme returned
+// must be finite and >= 0, and results must be finite; each failure names the report, the
+// scenario and (for weights) the head and token.
+#include "engine/validate.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "headsep/error.hpp"
+#include "kernels/metrics_simd.hpp"
+#include "support/float_bits.hpp"
+
+namespace headsep::engine {
+
+// Slot `slot`'s rows of `w` (slot 0 unless w holds every slot); `skip_baseline`: its row 0 is
+// another slot's, checked there.
+void check_weights(const ReportBatch& batch, const WeightBlock& w, std::size_t slot, bool skip_baseline,
+                   const std::string& scenario, const std::string& label, SimdLevel level) {
+  const std::size_t n = batch.n_tokens();
+  for (std::uint32_t h = skip_baseline ? 1 : 0; h <= w.heads; ++h) {
+    const double* row = w.rows[slot * (std::size_t(w.heads) + 1) + h].data();
+    if (kernels::valid_weights(row, n, level)) continue;  // the common case; else find the first bad one
+    for (std::size_t r = 0; r < batch.n_reports(); ++r)
+      for (auto t = batch.token_offset[r]; t < batch.token_offset[r + 1]; ++t)
+        if (!(row[t] >= 0.0 && row[t] <= 1.7976931348623157e308)) {
+          char v[32];
+          std::snprintf(v, sizeof v, "%g", row[t]);
+          throw Error((label.empty() ? std::string() : label + ": ") + "report '" + batch.report_id(r) + "', scenario '" +
+                      scenario + "': " +
+                      (h ? "head" + std::to_string(h) : std::string("single")) + " weight of token " +
+                      std::to_string(t - batch.token_offset[r] + 1) + " is " + v +
+                      " (weights must be finite and >= 0)");
+        }
+  }
+}
+
+namespace {
+
+// Bit 63 set iff some value is Inf or NaN (float_bits.hpp).
+std::uint64_t nonfinite_bits(const std::vector<double>& v) noexcept {
+  std::uint64_t acc = 0;
+  for (double x : v) acc |= detail::nonfinite_bit(x);
+  return acc;
+}
+
+}  // namespace
+
+void check_results(const ReportBatch& batch, const MetricBlock& m, const std::string& scenario) {
+  const std::uint64_t bits = nonfinite_bits(m.context) | nonfinite_bits(m.separation) | nonfinite_bits(m.head_stats) |
+                             nonfinite_bits(m.pair_stats);
+  if (!(bits >> 63)) return;
+  for (std::size_t r = 0; r < m.n; ++r) {
+    bool ok = std::isfinite(m.separation[r]);
+    for (std::uint32_t h = 0; h <= m.heads; ++h)
+      for (std::uint32_t c = 0; c < m.axes; ++c) ok = ok && std::isfinite(m.ctx(h, c, r));
+    for (std::uint32_t h = 0; h <= m.heads && m.attention(); ++h)
+      for (std::uint32_t k = 0; k < m.head_stat_count; ++k) ok = ok && std::isfinite(m.head_stat(h, k, r));
+    for (std::size_t p = 0; p < pair_count(m.heads) && m.attention(); ++p)
+      for (std::uint32_t k = 0; k < m.pair_stat_count; ++k) ok = ok && std::isfinite(m.pair_stat(p, k, r));
+    if (!ok)
+      throw Error("report '" + batch.report_id(r) + "', scenario '" + scenario +
+                  "': a context overflowed to a non-finite value (inputs too large)");
+  }
+}
+
+}  // namespace headsep::engine
