@@ -13,7 +13,7 @@
 #include "headsep/run.hpp"
 #include "headsep/stats.hpp"
 #include "headsep/summary.hpp"
-#include "profile/profiler_impl.hpp"
+#include "profile/stage_timer.hpp"
 
 using namespace headsep;
 

@@ -33,10 +33,13 @@ fi
 
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 root=$(mktemp -d "${HEADSEP_FRESH_DIR:-/var/tmp}/headsep-fresh.XXXXXX")
+chmod 755 "$root"  # a system root: apt's _apt user must reach /var/lib/apt
 log=$root.log
 mounted=()
 cleanup() {
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
+  # and whatever the tests mounted inside (e.g. run/netns), deepest first
+  awk -v r="$root/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
   if ((keep)); then echo "fresh-check.sh: kept $root (logs in $root/fresh-*.log)" >&2
   else rm -rf --one-file-system "$root"; fi
 }
@@ -60,6 +63,9 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
   mkdir -p "$root/usr/local/share/ca-certificates"
   cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
 fi
+# The root is a mount point of its own, as / is on a real system (`ip netns add`, used by the MPI
+# two-namespace test, remounts / and fails on a plain folder).
+mount --bind "$root" "$root" && mounted+=("$root")
 for m in proc sys dev dev/pts; do
   mkdir -p "$root/$m"
   case $m in

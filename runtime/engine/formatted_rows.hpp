@@ -1,4 +1,4 @@
-// Private: what the row writers (output.cpp) and the attention-map writer (attention_writer.cpp)
+// Private: what the row writers (row_writers.cpp) and the attention-map writer (attention_writer.cpp)
 // share: rows formatted on worker threads and written in batch order, and a report's tokens as JSON.
 #pragma once
 #include <cstddef>

@@ -14,7 +14,7 @@
 #include "attention/stage.hpp"
 #include "engine/progress.hpp"
 #include "headsep/run.hpp"
-#include "profile/profiler_impl.hpp"
+#include "profile/stage_timer.hpp"
 #include "support/token_pool.hpp"
 
 namespace headsep::engine {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "headsep/model_run.hpp"
-#include "profile/profiler_impl.hpp"
+#include "profile/stage_timer.hpp"
 
 namespace headsep {
 

@@ -20,7 +20,7 @@
 #include "headsep/error.hpp"
 #include "headsep/run.hpp"
 #include "model/model_batch.hpp"
-#include "profile/profiler_impl.hpp"
+#include "profile/stage_timer.hpp"
 #include "support/token_pool.hpp"
 #include "support/tsan_order.hpp"
 

@@ -19,7 +19,7 @@
 #include <unordered_map>
 
 #include "headsep/run.hpp"
-#include "profile/profiler_impl.hpp"
+#include "profile/stage_timer.hpp"
 
 namespace headsep {
 namespace prof {

@@ -5,7 +5,7 @@
 // inside libtbb, which ThreadSanitizer cannot see (Debian's libtbb is not instrumented), so a
 // TSan build reports those orders as races. tsan_release/tsan_acquire state them and nothing
 // more (no two invocations of a parallel stage are ordered); outside TSan builds they compile to
-// nothing. Used by the engine's pipeline (run.cpp) and the model's (model/model_run.cpp).
+// nothing. Used by the engine's pipeline (engine/stages.cpp) and the model's (model/model_run.cpp).
 #pragma once
 
 #if defined(__SANITIZE_THREAD__)

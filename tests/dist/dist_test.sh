@@ -146,7 +146,7 @@ failures() {
 }
 
 # A rank killed outright: mpirun sends the others SIGTERM, then SIGKILL odls_base_sigkill_timeout
-# seconds later. Rank 0's unfinished outputs are unnamed files (O_TMPFILE, runtime/engine/output.cpp), so
+# seconds later. Rank 0's unfinished outputs are unnamed files (O_TMPFILE, runtime/io/output_file.cpp), so
 # a SIGKILL before its handler ran leaves nothing either: checked with mpirun's default (1 s) and
 # with 0 (SIGKILL at once), where named temporaries were left in 6 runs of 8 (docs/DISTRIBUTED.md).
 # `dist_test.sh killed ...` runs this case alone; KILL_GRACE=S runs it with that grace only.
