@@ -1,5 +1,6 @@
-// AK<A>::run: one report through the fused kernel, query tile outer, heads inner (attention_simd_
-// impl.hpp draws the layout). A fused kernel whose state lives in registers across its phases.
+// AK<A>::run: one report through the fused kernel, query tile outer, heads inner (attention_simd_impl.hpp
+// draws the layout). One function on purpose: even its cold phases cut into always_inline helpers made
+// GCC 12 allocate registers and spill slots differently through the tile loop (checked with objdump).
 #pragma once
 #include <cstddef>
 #include <limits>

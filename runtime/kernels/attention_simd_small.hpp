@@ -1,5 +1,6 @@
 // AK<A>::small: reports of at most kAttnSmallN tokens, one report per vector lane, and the f64 lanes
-// its means are taken in.
+// its means are taken in. One function on purpose, as run() (attention_simd_run.hpp): its f64 means
+// cut into an always_inline helper changed the AVX-512 object's code (+1.2 kB, other spills).
 #pragma once
 #include <cstddef>
 #include <cstdint>
