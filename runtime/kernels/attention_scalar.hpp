@@ -60,8 +60,11 @@ inline void clear_outputs(const AttentionReportOut& out, std::size_t H1, std::si
 
 /// Head h at query q (query row iq of nq): its row of A_h into a[0, n), O_h[q] into o, the
 /// query's stats and contexts added to out, ‖O_h[q]‖² to *onorm. Returns the row's entropy.
-inline float head_at_query(const AttentionReport& in, const AttentionReportOut& out, std::size_t q, std::size_t iq,
-                           std::size_t nq, std::size_t h, float* a, float* o, double* onorm) {
+/// Inlined into attention_scalar's loop as it was written there (a 3-token report's call is a
+/// few dozen flops).
+[[gnu::always_inline]] inline float head_at_query(const AttentionReport& in, const AttentionReportOut& out,
+                                                  std::size_t q, std::size_t iq, std::size_t nq, std::size_t h,
+                                                  float* a, float* o, double* onorm) {
   const std::size_t n = in.n, C = in.axes, S = out.stride;
   const std::size_t len = in.config.mask == MaskKind::causal ? q + 1 : n;
   const float scale = 1.0f / std::sqrt(float(in.dk[h]));
