@@ -4,7 +4,8 @@
 // reports, one AttentionScratch per thread).
 //
 // Names:  run/<shape>/<level>/threads:<t>      the whole plan (what the engine calls)
-//         run-blas/<shape>/<level>/threads:<t> the same with OpenBLAS projections
+//         run-blas/<shape>/<level>/threads:<t> the same with OpenBLAS projections (the A/B of the
+//                                             projection backend; only code switches it)
 //         kernel/<shape>/<level>              attention_report only, on projections computed once
 //         project/<shape>/<level>             the projections only, our panel kernel, one group
 //         gemm/<shape>                        the projections only, one OpenBLAS sgemm, same group

@@ -11,7 +11,7 @@
 //   projections, as the seed compares one head against several.
 // Compute is f32 (scores, softmax, A·V, each row accumulated in f32); per-query metric values
 // are summed over queries in f64. The projections are one matrix product per group of reports
-// (a packed-panel kernel; OpenBLAS sgemm with HEADSEP_ATTENTION_GEMM=blas): a token's Q/K/V do not
+// (a packed-panel kernel; bench_attention compares it with OpenBLAS sgemm): a token's Q/K/V do not
 // depend on which reports share its group, so chunking never changes a result.
 #pragma once
 #include <cstddef>

@@ -6,8 +6,9 @@
 //        └─ per report: attention_report (fused scores → softmax → A·V → metrics, kernels/)
 //                       └─ optional output projection: concat_h(O_h) W_O + b_O
 //
-// Projections: our own panel kernel (kernels::project_rows) by default, OpenBLAS sgemm with
-// HEADSEP_ATTENTION_GEMM=blas. Measured (bench_attention gemm/ vs project/, Xeon model 207, 1
+// Projections: our own panel kernel (kernels::project_rows) by default, OpenBLAS sgemm when code
+// asks for it (kernels::set_attention_gemm_blas: the tests; bench_attention times both, run/ and
+// run-blas/). Measured (bench_attention gemm/ vs project/, Xeon model 207, 1
 // core): Debian's OpenBLAS 0.3.21 does not know this CPU and runs its Prescott (SSE3) kernels,
 // ~14 GFLOP/s on these shapes; even forced to its SkylakeX kernels (OPENBLAS_CORETYPE) it is at
 // best on par with the panel kernel at K = d_model = 64..256. The panel kernel is also
@@ -53,17 +54,10 @@ constexpr std::size_t kGroupTokens = 2048;        ///< tokens projected by one c
 constexpr std::size_t kGroupBytes = std::size_t(1) << 20;  ///< ... and about this many bytes of projections
 constexpr std::size_t kRowBlock = 16;             ///< OpenBLAS: every sgemm's row count is a multiple of this
 
-/// The projection backend: 0 = the panel kernel, 1 = OpenBLAS (HEADSEP_ATTENTION_GEMM=blas).
-std::atomic<int> g_gemm{-1};
-bool use_blas() {
-  int g = g_gemm.load(std::memory_order_relaxed);
-  if (g < 0) {
-    const char* env = std::getenv("HEADSEP_ATTENTION_GEMM");
-    g = env && std::string_view(env) == "blas" ? 1 : 0;
-    g_gemm.store(g, std::memory_order_relaxed);
-  }
-  return g == 1;
-}
+/// The projection backend: 0 = the panel kernel (the default), 1 = OpenBLAS. Only code switches it
+/// (kernels::set_attention_gemm_blas); no environment variable does.
+std::atomic<int> g_gemm{0};
+bool use_blas() { return g_gemm.load(std::memory_order_relaxed) == 1; }
 
 std::uint64_t splitmix64(std::uint64_t x) noexcept {
   x += 0x9E3779B97F4A7C15ull;

@@ -69,7 +69,8 @@ void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t 
                   bool gelu = false);
 
 /// AttentionPlan's projection backend: false = project_rows (default), true = OpenBLAS sgemm.
-/// The default comes from HEADSEP_ATTENTION_GEMM (=blas); tests and benchmarks switch it here.
+/// Only code switches it (no environment variable): the tests, and bench_attention, which times
+/// both backends (run/ and run-blas/).
 /// Process-wide; set it before plans run, not while they do.
 void set_attention_gemm_blas(bool blas);
 

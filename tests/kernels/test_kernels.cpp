@@ -23,10 +23,14 @@
 #include "kernels/metrics_scalar.hpp"
 #include "kernels/metrics_simd.hpp"
 
+#include "levels_under_test.hpp"
+
 using namespace headsep;
 using headsep::kernels::Strategy;
 
 namespace {
+
+using kernel_test::levels_under_test;
 
 constexpr std::size_t kLead = 7;  // tokens before report 0: offsets are absolute indices
 
@@ -163,17 +167,6 @@ std::string compare(const Case& k, SimdLevel level, Strategy how, bool given = f
   }
   return "";
 }
-
-std::vector<SimdLevel> levels_under_test() {
-  std::vector<SimdLevel> run;
-  const auto sup = supported_levels();
-  for (auto l : compiled_levels()) {
-    if (std::find(sup.begin(), sup.end(), l) != sup.end()) run.push_back(l);
-    else WARN("SIMD level " << to_string(l) << " is compiled but not supported by this CPU: skipped");
-  }
-  return run;
-}
-
 
 template <class T>
 void sweep() {

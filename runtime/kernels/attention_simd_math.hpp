@@ -1,0 +1,192 @@
+// AK<A>'s elementary functions (exp, log, horizontal max) and the in-register W x W transpose:
+// the vector building blocks of the fused kernel, one branch per instruction set.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/attention_simd_ak.hpp"
+
+namespace headsep::kernels {
+namespace attn_detail {
+
+/// e^y for -88 <= y <= 0 (Cephes expf polynomial times 2^n). Below -87.3, where e^y is under
+/// the smallest normal float, 0 (or a subnormal on AVX-512): |diff| < 1e-38 from the reference.
+template <class A>
+inline auto AK<A>::exp_neg(B y) noexcept -> B {
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+    // n = round(y log2 e) and 2^n p by vscalefps, which also underflows to 0 by itself.
+    const B n(_mm512_roundscale_ps(y * B(1.44269504088896341f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    B r = fmadd(n, B(-0.693359375f), y);
+    r = fmadd(n, B(2.12194440e-4f), r);
+    B p(1.9875691500e-4f);
+    p = fmadd(p, r, B(1.3981999507e-3f));
+    p = fmadd(p, r, B(8.3334519073e-3f));
+    p = fmadd(p, r, B(4.1665795894e-2f));
+    p = fmadd(p, r, B(1.6666665459e-1f));
+    p = fmadd(p, r, B(5.0000001201e-1f));
+    p = fmadd(p, r * r, r) + B(1.0f);
+    return B(_mm512_scalef_ps(p, n));
+  } else {
+    const B magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer in the low bits
+    const B t = fmadd(y, B(1.44269504088896341f), magic);
+    const B n = t - magic;
+    B r = fmadd(n, B(-0.693359375f), y);
+    r = fmadd(n, B(2.12194440e-4f), r);
+    B p(1.9875691500e-4f);
+    p = fmadd(p, r, B(1.3981999507e-3f));
+    p = fmadd(p, r, B(8.3334519073e-3f));
+    p = fmadd(p, r, B(4.1665795894e-2f));
+    p = fmadd(p, r, B(1.6666665459e-1f));
+    p = fmadd(p, r, B(5.0000001201e-1f));
+    p = fmadd(p, r * r, r) + B(1.0f);
+    // t's low bits hold n (two's complement): shifted into the exponent field, the high bits drop out.
+    const I scaled = xsimd::bitwise_cast<I>(p) + (xsimd::bitwise_cast<I>(t) << 23);
+    return xsimd::select(y < B(-87.3f), B(0.0f), xsimd::bitwise_cast<B>(scaled));
+  }
+}
+
+/// log x for normal x > 0 (x >= FLT_MIN), absolute error ~1e-7. x = 2^e m, m in [1, 2); the top
+/// mantissa bits pick c_i from a table (an in-register permute: 16 entries on AVX-512, 8 on
+/// AVX2) with 1/c_i exact in 9 bits, so r = m/c_i - 1 is one FMA and |r| <= 1/32 (1/17): log m =
+/// log c_i + log1p(r), log1p by its Taylor series to r^4 (r^5), truncation < 1e-8. About 13
+/// vector ops on AVX-512 (getexp/getmant split the float), 16 on AVX2; SSE2 has no variable
+/// permute and keeps the Cephes polynomial (~20 ops). The JS divergences spend most of their
+/// time here (one log per key per pair of heads).
+template <class A>
+inline auto AK<A>::log_pos(B x) noexcept -> B {
+  // ln2's rounding in f32 (2e-9 per unit of e) is far below the table's error.
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+    const B ln2(0.693147182f);
+    alignas(64) static constexpr float inv_c[16] = {
+        0.96875f,   0.9140625f,  0.865234375f, 0.8203125f,   0.78125f,    0.744140625f, 0.7109375f,  0.681640625f,
+        0.65234375f, 0.626953125f, 0.603515625f, 0.58203125f, 0.560546875f, 0.54296875f,  0.525390625f, 0.5078125f};
+    alignas(64) static constexpr float log_c[16] = {
+        0.0317486972f, 0.0898563266f, 0.144754857f, 0.198069915f, 0.246860072f, 0.295525253f, 0.341170758f, 0.38325271f,
+        0.427183628f,  0.46688351f,   0.504983366f, 0.541231155f, 0.578842402f, 0.610703528f, 0.643613219f, 0.677643001f};
+    const __m512 xv = x;
+    const __m512i idx = _mm512_srli_epi32(_mm512_castps_si512(xv), 19);  // mantissa bits 22..19
+    const B m(_mm512_getmant_ps(xv, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_src));
+    const B e(_mm512_getexp_ps(xv));
+    const B r = fmadd(m, B(_mm512_permutexvar_ps(idx, _mm512_load_ps(inv_c))), B(-1.0f));
+    const B lc(_mm512_permutexvar_ps(idx, _mm512_load_ps(log_c)));
+    B p = fmadd(r, B(-0.25f), B(0.333333343f));
+    p = fmadd(p, r, B(-0.5f));
+    p = fmadd(p, r * r, r);
+    return fmadd(e, ln2, lc + p);
+  } else if constexpr (std::is_base_of_v<xsimd::avx2, A>) {
+    const B ln2(0.693147182f);
+    alignas(32) static constexpr float inv_c[8] = {0.94140625f, 0.841796875f, 0.76171875f, 0.6953125f,
+                                                   0.640625f,   0.591796875f, 0.55078125f, 0.515625f};
+    alignas(32) static constexpr float log_c[8] = {0.060380511f, 0.172216535f, 0.272177875f, 0.363393903f,
+                                                   0.44531101f,  0.524591804f, 0.596417546f, 0.66237551f};
+    const __m256i bits = _mm256_castps_si256(x);
+    const __m256i idx = _mm256_srli_epi32(bits, 20);  // mantissa bits 22..20
+    const B e(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(127))));
+    const B m(_mm256_castsi256_ps(
+        _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007FFFFF)), _mm256_set1_epi32(0x3F800000))));
+    const B r = fmadd(m, B(_mm256_permutevar8x32_ps(_mm256_load_ps(inv_c), idx)), B(-1.0f));
+    const B lc(_mm256_permutevar8x32_ps(_mm256_load_ps(log_c), idx));
+    B p = fmadd(r, B(0.2f), B(-0.25f));
+    p = fmadd(p, r, B(0.333333343f));
+    p = fmadd(p, r, B(-0.5f));
+    p = fmadd(p, r * r, r);
+    return fmadd(e, ln2, lc + p);
+  } else {
+    // Cephes logf: m in [sqrt(1/2), sqrt(2)) split by integer arithmetic, degree-9 polynomial.
+    const I bits = xsimd::bitwise_cast<I>(x);
+    const I e = (bits - I(0x3f3504f3)) >> 23;  // floor(log2(x / sqrt(1/2)))
+    const B f = xsimd::bitwise_cast<B>(bits - (e << 23)) - B(1.0f);
+    const B ef = xsimd::to_float(e);
+    const B z = f * f;
+    B p(7.0376836292e-2f);
+    p = fmadd(p, f, B(-1.1514610310e-1f));
+    p = fmadd(p, f, B(1.1676998740e-1f));
+    p = fmadd(p, f, B(-1.2420140846e-1f));
+    p = fmadd(p, f, B(1.4249322787e-1f));
+    p = fmadd(p, f, B(-1.6668057665e-1f));
+    p = fmadd(p, f, B(2.0000714765e-1f));
+    p = fmadd(p, f, B(-2.4999993993e-1f));
+    p = fmadd(p, f, B(3.3333331174e-1f));
+    B y = p * (f * z);
+    y = fmadd(ef, B(-2.12194440e-4f), y);
+    y = fmadd(z, B(-0.5f), y);
+    return fmadd(ef, B(0.693359375f), f + y);
+  }
+}
+
+template <class A>
+inline float AK<A>::hmax(B v) noexcept {
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+    return _mm512_reduce_max_ps(v);
+  } else if constexpr (std::is_base_of_v<xsimd::avx2, A>) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+  } else {
+    alignas(64) float t[W];
+    v.store_aligned(t);
+    float m = t[0];
+    for (std::size_t i = 1; i < W; ++i) m = t[i] > m ? t[i] : m;
+    return m;
+  }
+}
+
+/// dst[i·ldd + j] = src[j·lds + i] for a W x W block (i, j < W): W loads, an in-register
+/// transpose (AVX-512 16x16, AVX2 8x8, SSE2 4x4), W aligned stores.
+template <class A>
+inline void AK<A>::transpose_block(const float* src, std::size_t lds, float* dst, std::size_t ldd) noexcept {
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4)
+      for (int j = 0; j < 2; ++j) {
+        const __m512d a = _mm512_castps_pd(t[i + j]), b = _mm512_castps_pd(t[i + j + 2]);
+        r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+      }
+    for (int i = 0; i < 16; i += 8)
+      for (int j = 0; j < 4; ++j) {
+        t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+        t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+      }
+    for (int j = 0; j < 8; ++j) {
+      r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+      r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+    }
+    for (int m = 0; m < 16; ++m) _mm512_store_ps(dst + m * ldd, r[m]);
+  } else if constexpr (std::is_base_of_v<xsimd::avx2, A>) {
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+      r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+      r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+      r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+      r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int j = 0; j < 4; ++j) {
+      t[j] = _mm256_permute2f128_ps(r[j], r[j + 4], 0x20);
+      t[j + 4] = _mm256_permute2f128_ps(r[j], r[j + 4], 0x31);
+    }
+    for (int m = 0; m < 8; ++m) _mm256_store_ps(dst + m * ldd, t[m]);
+  } else {
+    __m128 r0 = _mm_loadu_ps(src), r1 = _mm_loadu_ps(src + lds), r2 = _mm_loadu_ps(src + 2 * lds),
+           r3 = _mm_loadu_ps(src + 3 * lds);
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    _mm_store_ps(dst, r0);
+    _mm_store_ps(dst + ldd, r1);
+    _mm_store_ps(dst + 2 * ldd, r2);
+    _mm_store_ps(dst + 3 * ldd, r3);
+  }
+}
+
+}  // namespace attn_detail
+}  // namespace headsep::kernels

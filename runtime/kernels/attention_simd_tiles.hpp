@@ -1,0 +1,142 @@
+// AK<A>'s register-blocked micro-kernels (scores Q·K^T, A·V), the padded dot product and the
+// softmax of one score row: what run() calls per query tile.
+#pragma once
+#include <cstddef>
+#include <limits>
+
+#include "kernels/attention_simd_ak.hpp"
+
+namespace headsep::kernels {
+namespace attn_detail {
+
+/// s[r][k0 + v·W ..] = Σ_d q[r][d] kt[d][k0 + v·W ..] for R query rows and V key vectors.
+template <class A>
+template <std::size_t R, std::size_t V>
+inline void AK<A>::score_tile(const float* q, std::size_t ldq, const float* kt, std::size_t np, std::size_t dk,
+                              float* s, std::size_t k0) noexcept {
+  B acc[R][V];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t v = 0; v < V; ++v) acc[r][v] = B(0.0f);
+  const float* kp = kt + k0;
+  for (std::size_t d = 0; d < dk; ++d, kp += np) {
+    B b[V];
+    for (std::size_t v = 0; v < V; ++v) b[v] = B::load_aligned(kp + v * W);
+    for (std::size_t r = 0; r < R; ++r) {
+      const B a(q[r * ldq + d]);
+      for (std::size_t v = 0; v < V; ++v) acc[r][v] = fmadd(a, b[v], acc[r][v]);
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t v = 0; v < V; ++v) acc[r][v].store_aligned(s + r * np + k0 + v * W);
+}
+
+template <class A>
+template <std::size_t R>
+inline void AK<A>::scores_rows(const float* q, std::size_t ldq, const float* kt, std::size_t np, std::size_t dk,
+                               float* s, std::size_t kend) noexcept {
+  std::size_t k0 = 0;
+  for (; k0 + NV * W <= kend; k0 += NV * W) score_tile<R, NV>(q, ldq, kt, np, dk, s, k0);
+  for (; k0 < kend; k0 += W) score_tile<R, 1>(q, ldq, kt, np, dk, s, k0);
+}
+
+/// Scores of `rows` (<= MR) query rows over keys [0, kend), kend a multiple of W.
+template <class A>
+template <std::size_t R>
+inline void AK<A>::scores(std::size_t rows, const float* q, std::size_t ldq, const float* kt, std::size_t np,
+                          std::size_t dk, float* s, std::size_t kend) noexcept {
+  if constexpr (R > 1)
+    if (rows < R) return scores<R - 1>(rows, q, ldq, kt, np, dk, s, kend);
+  scores_rows<R>(q, ldq, kt, np, dk, s, kend);
+}
+
+/// o[r][d0 + j·W ..] = Σ_{k < klen} a[r][k] v[k][d0 + j·W ..] for R rows and V value vectors.
+template <class A>
+template <std::size_t R, std::size_t V>
+inline void AK<A>::av_tile(const float* a, std::size_t np, const float* v, std::size_t ldv, std::size_t klen, float* o,
+                           std::size_t ldo, std::size_t d0) noexcept {
+  B acc[R][V];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t j = 0; j < V; ++j) acc[r][j] = B(0.0f);
+  const float* vp = v + d0;
+  for (std::size_t k = 0; k < klen; ++k, vp += ldv) {
+    B b[V];
+    for (std::size_t j = 0; j < V; ++j) b[j] = B::load_aligned(vp + j * W);
+    for (std::size_t r = 0; r < R; ++r) {
+      const B x(a[r * np + k]);
+      for (std::size_t j = 0; j < V; ++j) acc[r][j] = fmadd(x, b[j], acc[r][j]);
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t j = 0; j < V; ++j) acc[r][j].store_aligned(o + r * ldo + d0 + j * W);
+}
+
+template <class A>
+template <std::size_t R>
+inline void AK<A>::av_rows(const float* a, std::size_t np, const float* v, std::size_t ldv, std::size_t klen, float* o,
+                           std::size_t dvp) noexcept {
+  std::size_t d0 = 0;
+  for (; d0 + DV * W <= dvp; d0 += DV * W) av_tile<R, DV>(a, np, v, ldv, klen, o, dvp, d0);
+  for (; d0 < dvp; d0 += W) av_tile<R, 1>(a, np, v, ldv, klen, o, dvp, d0);
+}
+
+template <class A>
+template <std::size_t R>
+inline void AK<A>::av(std::size_t rows, const float* a, std::size_t np, const float* v, std::size_t ldv,
+                      std::size_t klen, float* o, std::size_t dvp) noexcept {
+  if constexpr (R > 1)
+    if (rows < R) return av<R - 1>(rows, a, np, v, ldv, klen, o, dvp);
+  av_rows<R>(a, np, v, ldv, klen, o, dvp);
+}
+
+/// f32 dot product of two zero-padded arrays of `len` floats (len a multiple of W, aligned).
+template <class A>
+inline float AK<A>::dot(const float* x, const float* y, std::size_t len) noexcept {
+  B s0(0.0f), s1(0.0f);
+  std::size_t k = 0;
+  for (; k + 2 * W <= len; k += 2 * W) {
+    s0 = fmadd(B::load_aligned(x + k), B::load_aligned(y + k), s0);
+    s1 = fmadd(B::load_aligned(x + k + W), B::load_aligned(y + k + W), s1);
+  }
+  for (; k < len; k += W) s0 = fmadd(B::load_aligned(x + k), B::load_aligned(y + k), s0);
+  return xsimd::hadd(s0 + s1);
+}
+
+/// Softmax of one score row in place: s[0, lv) (entries [len, lv) hold -inf) becomes the
+/// probabilities. Returns Z and Σ e^y y / Z (the entropy is log Z minus it: logs are taken for a
+/// whole tile at once); ctx[c·ldc] = Σ_k a_k x_c[k] for the axes (CC = C when C <= 4:
+/// the axis sums ride along the exp pass in registers, scaled by 1/Z at the end; kAnyC: one dot
+/// product per axis after normalising).
+template <class A>
+template <std::size_t CC>
+inline void AK<A>::softmax_row(float* s, std::size_t lv, float scale, const float* ax, std::size_t np, std::size_t C,
+                               float* ctx, std::size_t ldc, float& z_out, float& tz_out) noexcept {
+  B mx(-std::numeric_limits<float>::infinity());
+  for (std::size_t k = 0; k < lv; k += W) mx = xsimd::max(mx, B::load_aligned(s + k));
+  const float m = hmax(mx);
+  const B sc(scale), msc(-m * scale), ymin(-88.0f);
+  B z(0.0f), ty(0.0f);
+  B cx[CC < kAnyC && CC > 0 ? CC : 1];
+  for (std::size_t c = 0; c < (CC < kAnyC ? CC : 0); ++c) cx[c] = B(0.0f);
+  for (std::size_t k = 0; k < lv; k += W) {
+    const B y = xsimd::max(fmadd(B::load_aligned(s + k), sc, msc), ymin);  // scale·(s - max), >= -88
+    const B e = exp_neg(y);
+    e.store_aligned(s + k);
+    z += e;
+    ty = fmadd(e, y, ty);
+    if constexpr (CC < kAnyC)
+      for (std::size_t c = 0; c < CC; ++c) cx[c] = fmadd(e, B::load_aligned(ax + c * np + k), cx[c]);
+  }
+  const float zs = xsimd::hadd(z), inv = 1.0f / zs;
+  z_out = zs;
+  tz_out = xsimd::hadd(ty) * inv;
+  const B ib(inv);
+  for (std::size_t k = 0; k < lv; k += W) (B::load_aligned(s + k) * ib).store_aligned(s + k);
+  if constexpr (CC < kAnyC) {
+    for (std::size_t c = 0; c < CC; ++c) ctx[c * ldc] = xsimd::hadd(cx[c]) * inv;
+  } else {
+    for (std::size_t c = 0; c < C; ++c) ctx[c * ldc] = dot(s, ax + c * np, lv);
+  }
+}
+
+}  // namespace attn_detail
+}  // namespace headsep::kernels
