@@ -16,7 +16,7 @@
 #include "headsep/kernels.hpp"
 #include "kernels/attention_simd.hpp"
 
-#include "attention_cases.hpp"
+#include "kernels/attention_cases.hpp"
 
 using namespace headsep;
 using namespace attention_test;
