@@ -26,6 +26,7 @@
 // thread count.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@
 #include "headsep/axes.hpp"
 #include "headsep/bert.hpp"
 #include "headsep/kernels.hpp"
+#include "headsep/run.hpp"
 #include "headsep/source.hpp"
 #include "headsep/stats.hpp"
 
@@ -51,6 +53,21 @@ struct ModelRunOptions {
   std::size_t map_tokens = 32;      ///< queries and keys kept per map (a longer report's first ones)
   /// Where the run's time goes (headsep/profile.hpp), filled when run_model returns; null = off.
   Profiler* profiler = nullptr;
+  /// Per-report results, as the engine's run() hands them to its sinks (run.hpp): per batch one
+  /// BatchResult whose slots are the layers (BatchResult::layers, every layer, in order; one
+  /// MetricBlock each with the baseline as head 0, heads 1..H, attention statistics), the batch's
+  /// token ids (BatchResult::token_ids). prepare() on worker threads, consume() in batch order, so
+  /// what a sink sees does not depend on the thread or rank count. model_run_info() is their
+  /// RunInfo (make_writer: --per-report rows). Empty = none.
+  std::vector<ResultSink*> sinks;
+  /// Reports whose attention maps go to the sinks (BatchResult::dumps, one AttentionDump per slot,
+  /// every query, no output projection; each kept report recomputed alone with maps). Called on
+  /// worker threads; null = none. `dump_layers`: the layers whose maps are kept (empty = all).
+  std::function<bool(const ReportBatch& batch, std::size_t report)> dump_reports;
+  std::vector<std::uint32_t> dump_layers;
+  /// Scale-out (runtime/dist/, MPI), as RunOptions::exchange: chunks another process computed
+  /// arrive as finished results (their metrics and dumps), whose sums are taken here. Null: alone.
+  ChunkExchange* exchange = nullptr;
 };
 
 /// The attention maps of one report, every layer and head: maps[((l*(H+1) + h)*keys + q)*keys + k]
@@ -96,5 +113,9 @@ struct ModelSummary {
 /// Throws Error naming the report on bad input (no token_id column, an id that is not an
 /// integer of the vocabulary, a report over the model's positions).
 ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisMap& axes, const ModelRunOptions& options);
+
+/// What a sink of ModelRunOptions::sinks needs up front (make_writer's RunInfo): the axes, the
+/// model's heads per layer, attention statistics, its layers.
+RunInfo model_run_info(const BertModel& model, const AxisMap& axes);
 
 }  // namespace headsep

@@ -69,6 +69,11 @@ struct BatchResult {
   std::vector<const std::string*> scenario_names;  ///< per slot
   std::vector<MetricBlock> metrics;                ///< per slot
   std::vector<AttentionDump> dumps;                ///< per slot, when RunOptions::keep_maps is set
+  /// A model run (run_model, headsep/model_run.hpp): the slots are layers — slot j holds layer
+  /// layers[j] of scenario scenario_names[j] — and token_ids[t] the batch's vocabulary ids.
+  /// Empty for the engine's runs.
+  std::vector<std::uint32_t> layers;
+  std::vector<std::uint32_t> token_ids;
 };
 
 /// Per-batch scratch a sink fills in the parallel stage and reads back in the serial stage.
@@ -116,6 +121,9 @@ struct RunInfo {
   std::vector<std::string> axis_names;
   std::uint32_t heads = 0;
   bool attention = false;  ///< the weighting is an attention scheme: head and pair statistics exist
+  /// A model run's layers (BatchResult::layers): rows per (report, scenario, layer) with the
+  /// token count and ids. 0 for the engine's runs.
+  std::uint32_t layers = 0;
 };
 
 struct RunStats {

@@ -21,6 +21,8 @@ int run_cmd(const RunArgs& a);
 /// Runs a set-up source/weighting into the outputs asked for (run, example, sweep); `after`
 /// sees the summary and the stats once the run is done.
 int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&, const RunStats&)>& after = {});
+/// --attention-reports SPEC (first:N, all, index:I,J,..., id:A,B,...): which reports keep maps.
+std::function<bool(const ReportBatch&, std::size_t)> parse_keep(const std::string& spec);
 
 // headsep run --model (model_cmd.cpp): a BERT encoder's every (layer, head) on text reports.
 int model_cmd(const RunArgs& a);

@@ -1,14 +1,20 @@
 // headsep run --model: text reports through a BERT encoder, every (layer, head) measured; also
 // one count of `headsep scaling --model`. Both open the job the same way (open_model_job).
+#include <tbb/info.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "headsep/attention.hpp"
 #include "headsep/bert.hpp"
 #include "headsep/error.hpp"
 #include "headsep/model_run.hpp"
+#include "headsep/output.hpp"
 
 namespace headsep::cli {
 
@@ -38,7 +44,9 @@ ModelJob open_model_job(const RunArgs& a, bool report) {
   const PluginInfo& sp = registry.require(a.scenario, PluginKind::scenario);
   std::vector<std::string> params = a.params;
   if (declares(sp, "model") && !given(params, sp, "model")) params.push_back(sp.name + ".model=" + a.model);
-  if (report && declares(sp, "names") && !given(params, sp, "names")) params.push_back(sp.name + ".names=true");  // the maps' token labels
+  // The token strings of the report's maps, the rows and the dumps.
+  const bool names = report || !a.per_report.empty() || !a.attention.empty();
+  if (names && declares(sp, "names") && !given(params, sp, "names")) params.push_back(sp.name + ".names=true");
   const PluginInfo none = no_weighting();
   auto [sparams, wparams] = split_params(params, sp, none);
   job.source = open_scenario_plugin(registry, a.scenario, sparams);
@@ -75,13 +83,95 @@ prof::ScalingPoint model_scaling_point(const RunArgs& a, unsigned threads) {
   return p;
 }
 
+namespace {
+
+/// --attention-layers: "all" or a comma list of layer numbers (checked against the model in run_model).
+std::vector<std::uint32_t> parse_layers(const std::string& spec) {
+  std::vector<std::uint32_t> v;
+  if (spec == "all") return v;
+  std::size_t i = 0;
+  while (i <= spec.size()) {
+    std::size_t j = spec.find(',', i);
+    if (j == std::string::npos) j = spec.size();
+    const std::string x = spec.substr(i, j - i);
+    unsigned long long n = 0;
+    std::size_t used = 0;
+    try {
+      n = std::stoull(x, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (x.empty() || used != x.size() || x[0] == '-' || x[0] == '+' || n > 0xffffffffULL)
+      throw UsageError("--attention-layers: expected all or layer numbers L,M,..., got '" + spec + "'");
+    v.push_back(static_cast<std::uint32_t>(n));
+    i = j + 1;
+  }
+  return v;
+}
+
+/// The per-report outputs of a model run (docs/MODEL.md): --per-report rows and --attention maps,
+/// the engine's writers as run_model's sinks; files opened before the run, committed with the rest.
+struct ModelOutputs {
+  std::vector<std::unique_ptr<OutputFile>> files;
+  std::unique_ptr<ResultWriter> rows;
+  std::unique_ptr<ResultSink> maps;
+
+  ModelOutputs(const RunArgs& a, const RunInfo& info, ModelRunOptions& mo) {
+    if (!a.per_report.empty()) {
+      const Format f = format_from_extension(a.per_report);
+      if (f == Format::text) throw UsageError("--per-report with --model: rows as .jsonl or .csv");
+      files.push_back(std::make_unique<OutputFile>(a.per_report));
+      rows = make_writer(f, *files.back(), info);
+      mo.sinks.push_back(rows.get());
+    }
+    if (!a.attention.empty()) {
+      mo.dump_reports = parse_keep(a.attention_reports);
+      mo.dump_layers = parse_layers(a.attention_layers);
+      files.push_back(std::make_unique<OutputFile>(a.attention));
+      maps = make_attention_writer(*files.back());
+      mo.sinks.push_back(maps.get());
+    }
+  }
+  void commit() {
+    if (rows) rows->finish(0, 0);
+    for (auto& f : files) f->commit();
+  }
+};
+
+void check_model_args(const RunArgs& a, bool report) {
+  if (!a.format.empty() || !a.output.empty() || !a.reports.empty())
+    throw UsageError("--model writes the per layer x head summary (--summary PATH and the table), rows with "
+                     "--per-report PATH and maps with --attention PATH; --format, --output and --report do not apply");
+  if (a.attention.empty() && (a.attention_reports != "first:8" || a.attention_layers != "all"))
+    throw UsageError("--attention-reports and --attention-layers choose what --attention PATH writes: give --attention");
+  if (!a.per_report.empty()) format_from_extension(a.per_report);
+  if (!a.attention.empty()) parse_keep(a.attention_reports), parse_layers(a.attention_layers);
+  if (dist::size() > 1 && report)
+    throw UsageError("--model under mpirun: --report-html and --plot-svg need the top reports' maps in one process; "
+                     "run the report without mpirun");
+}
+
+void print_model_table(const ModelSummary& sum) {
+  std::uint64_t reports = 0, tokens = 0;
+  for (const auto& sc : sum.scenarios) reports += sc.reports, tokens += sc.tokens;
+  std::printf("%s", sum.table().c_str());
+  const double peak = measure_fp32_peak_gflops();
+  std::printf("%llu reports, %llu tokens in %.3f s: %.0f tokens/s, forward %.1f GFLOP/s = %.0f %% of %u x %.0f GFLOP/s fp32 peak (%s, %u threads)\n",
+              static_cast<unsigned long long>(reports), static_cast<unsigned long long>(tokens), sum.seconds,
+              sum.seconds > 0 ? double(tokens) / sum.seconds : 0.0, sum.seconds > 0 ? sum.gflop / sum.seconds : 0.0,
+              sum.seconds > 0 ? 100.0 * sum.gflop / sum.seconds / (peak * sum.threads) : 0.0, sum.threads, peak,
+              sum.simd.c_str(), sum.threads);
+}
+
+}  // namespace
+
 /// --model DIR: text reports (text / ops-text) through a BERT encoder, every (layer, head)
-/// measured (model_run.hpp); the per layer x head summary as a table and --summary JSON.
+/// measured (model_run.hpp); the per layer x head summary as a table and --summary JSON, the
+/// rows (--per-report) and maps (--attention) through the engine's writers. Under mpirun, ranks
+/// 1..K-1 compute their share of the chunks and rank 0 writes everything (runtime/dist/).
 int model_cmd(const RunArgs& a) {
-  if (!a.format.empty() || !a.output.empty() || !a.per_report.empty() || !a.attention.empty() || !a.reports.empty())
-    throw UsageError("--model writes the per layer x head summary (--summary PATH and the table); "
-                     "--format, --output, --per-report, --attention and --report do not apply");
   const bool report = !a.report_html.empty() || !a.plot_svg.empty();
+  check_model_args(a, report);
   ModelJob job = open_model_job(a, report);
   const std::string& axes_spec = job.axes_spec;
   const RunOptions& ro = job.run;
@@ -89,6 +179,17 @@ int model_cmd(const RunArgs& a) {
   ModelRunOptions& mo = job.options;
   ReportSource* const source = job.source.get();
   const AxisMap& axes = *job.axes;
+  // Several ranks on one node share its cores unless --threads says (as execute()).
+  if (a.threads == 0 && dist::local_size() > 1)
+    mo.threads = std::max(1u, unsigned(tbb::info::default_concurrency()) / unsigned(dist::local_size()));
+  if (dist::size() > 1 && dist::rank() != 0) {
+    if (!a.attention.empty()) mo.dump_reports = parse_keep(a.attention_reports), mo.dump_layers = parse_layers(a.attention_layers);
+    dist::serve_model(*source, model, axes, mo);
+    return 0;
+  }
+  ModelOutputs outputs(a, model_run_info(model, axes), mo);
+  std::unique_ptr<ChunkExchange> exchange;
+  if (dist::size() > 1) mo.exchange = (exchange = dist::make_merger(*source, true)).get();
   ProfileRun prof(a);  // --profile / --trace: the engine's profiler, the model's stages
   mo.profiler = prof.profiler.get();
   const ModelSummary sum = run_model(*source, model, axes, mo);
@@ -107,17 +208,8 @@ int model_cmd(const RunArgs& a) {
     out.commit();
   }
   prof.commit_trace();
-  if (!a.quiet) {
-    std::uint64_t reports = 0, tokens = 0;
-    for (const auto& sc : sum.scenarios) reports += sc.reports, tokens += sc.tokens;
-    std::printf("%s", sum.table().c_str());
-    const double peak = measure_fp32_peak_gflops();
-    std::printf("%llu reports, %llu tokens in %.3f s: %.0f tokens/s, forward %.1f GFLOP/s = %.0f %% of %u x %.0f GFLOP/s fp32 peak (%s, %u threads)\n",
-                static_cast<unsigned long long>(reports), static_cast<unsigned long long>(tokens), sum.seconds,
-                sum.seconds > 0 ? double(tokens) / sum.seconds : 0.0, sum.seconds > 0 ? sum.gflop / sum.seconds : 0.0,
-                sum.seconds > 0 ? 100.0 * sum.gflop / sum.seconds / (peak * sum.threads) : 0.0, sum.threads, peak,
-                sum.simd.c_str(), sum.threads);
-  }
+  outputs.commit();
+  if (!a.quiet) print_model_table(sum);
   if (a.profile) std::fprintf(stderr, "%s", prof.profiler->table().c_str());
   return 0;
 }

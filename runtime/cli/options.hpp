@@ -35,6 +35,7 @@ struct RunArgs {
   unsigned threads = 0;
   std::size_t chunk = 0;  // 0 = automatic (8192; attention schemes: by X's width)
   std::string attention, attention_reports = "first:8";  // --attention PATH, --attention-reports SPEC
+  std::string attention_layers = "all";                   // --attention-layers (--model): all | L,M,...
   std::size_t max_report_mb = 2048;
   std::string model;  // --model DIR: a BERT encoder's heads are the heads (model_cmd)
   std::string report_html, plot_svg;            // --report-html PATH, --plot-svg DIR (runtime/report)

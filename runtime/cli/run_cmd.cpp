@@ -16,8 +16,6 @@
 
 namespace headsep::cli {
 
-namespace {
-
 /// --attention-reports: first:N | all | index:I,J,... | id:A,B,... -> which reports keep maps.
 std::function<bool(const ReportBatch&, std::size_t)> parse_keep(const std::string& spec) {
   auto colon = spec.find(':');
@@ -58,8 +56,6 @@ std::function<bool(const ReportBatch&, std::size_t)> parse_keep(const std::strin
   throw UsageError("--attention-reports: expected first:N, all, index:I,J,... or id:A,B,..., got '" + spec + "'");
 }
 
-}  // namespace
-
 CLI::App* add_run(CLI::App& app, RunArgs& ra) {
   auto* runc = app.add_subcommand("run", "Analyse a report set: a scenario generator through a weighting scheme");
   runc->add_option("--scenario,-s", ra.scenario, "Scenario generator plugin (see 'headsep plugins')");
@@ -85,6 +81,8 @@ CLI::App* add_run(CLI::App& app, RunArgs& ra) {
   runc->add_option("--attention", ra.attention,
                    "Attention schemes: write the attention maps (and multi-head output) of chosen reports as JSON lines");
   runc->add_option("--attention-reports", ra.attention_reports, "Reports --attention keeps: first:N, all, index:I,J,.., id:A,B,..")
+      ->capture_default_str();
+  runc->add_option("--attention-layers", ra.attention_layers, "--model: the layers whose maps --attention writes: all, or L,M,...")
       ->capture_default_str();
   runc->add_option("--model", ra.model,
                    "A BERT encoder folder (config.json, model.safetensors): its every (layer, head) measured on text reports "
@@ -211,10 +209,8 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
 }
 
 int run_cmd(const RunArgs& a) {
-  if (!a.model.empty()) {
-    if (dist::size() > 1) throw UsageError("--model runs in one process (its pipeline is not sharded over MPI ranks): run it without mpirun");
-    return model_cmd(a);
-  }
+  if (!a.model.empty()) return model_cmd(a);
+  if (a.attention_layers != "all") throw UsageError("--attention-layers applies to --model runs (a model's layers)");
   // Usage errors before any plugin is loaded or file touched.
   if (!a.format.empty()) parse_format(a.format);
   if (!a.per_report.empty()) format_from_extension(a.per_report);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "headsep/error.hpp"
+#include "headsep/model_run.hpp"
 #include "headsep/output.hpp"
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
@@ -80,6 +81,11 @@ std::unique_ptr<ChunkExchange> make_merger(const ReportSource& source, bool full
 
 /// Ranks 1..K-1: compute this rank's share and send it to rank 0; returns when the run is over.
 void serve(ReportSource& source, const Weighting& weighting, const AxisMap& axes, RunOptions options, bool full);
+
+/// Ranks 1..K-1 of a `run --model` job: compute this rank's share through run_model (every
+/// chunk's rows, token ids and dumps go to rank 0, whose make_merger(source, true) takes them);
+/// returns when the run is over. `options.sinks` and `options.exchange` are set here.
+void serve_model(ReportSource& source, const BertModel& model, const AxisMap& axes, ModelRunOptions options);
 
 /// --mpi-rows offsets, every rank, before serve()/make_merger(): the rows' format and columns.
 void set_offset_rows(Format format, const RunInfo& info);

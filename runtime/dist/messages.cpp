@@ -40,6 +40,8 @@ std::string encode_result(const BatchResult& res, bool full) {
     o.vec(d.reports), o.vec(d.queries), o.vec(d.n_queries), o.vec(d.maps_offset), o.vec(d.maps);
     o.vec(d.output_offset), o.vec(d.output);
   }
+  o.vec(res.layers);  // a model run's (run_model): the slots' layers, the token ids (per-report outputs)
+  if (full) o.vec(res.token_ids);
   return o.take();
 }
 
@@ -90,6 +92,12 @@ bool decode_result(const std::string& msg, int from, std::uint64_t& index, Repor
     in.vec(d.reports), in.vec(d.queries), in.vec(d.n_queries), in.vec(d.maps_offset), in.vec(d.maps);
     in.vec(d.output_offset), in.vec(d.output);
   }
+  in.vec(res.layers);
+  if (full) in.vec(res.token_ids);
+  else res.token_ids.clear();
+  if (res.layers.size() != (res.layers.empty() ? 0 : slots) ||
+      (!res.token_ids.empty() && res.token_ids.size() != b.n_tokens()))
+    throw Error("message from rank " + std::to_string(from) + " is corrupt (layers, token ids)");
   in.done();
   return true;
 }

@@ -1,6 +1,7 @@
 // headsep — ranks 1..K-1 of a scale-out run (docs/DISTRIBUTED.md): compute this rank's share of
 // the chunks (chunk i when i mod K is this rank; a CSV's chunks come from rank 0, or from this
-// rank's byte ranges) and send each chunk's results to rank 0 in order.
+// rank's byte ranges) and send each chunk's results to rank 0 in order; serve_model() the same
+// for `run --model` (run_model's pipeline, every row sent).
 #include <map>
 
 #include "dist/comm.hpp"
@@ -112,6 +113,19 @@ class Received final : public ReportSource {
 };
 
 }  // namespace
+
+void serve_model(ReportSource& source, const BertModel& model, const AxisMap& axes, ModelRunOptions opt) {
+  Share share;
+  Forward forward(true);  // the model's summary reads contexts and pair distances: every row travels
+  opt.exchange = &share;
+  opt.sinks = {&forward};
+  if (source.random_access()) {
+    run_model(source, model, axes, opt);
+  } else {
+    Received received(source.schema());
+    run_model(received, model, axes, opt);
+  }
+}
 
 void serve(ReportSource& source, const Weighting& weighting, const AxisMap& axes, RunOptions opt, bool full) {
   std::unique_ptr<OffsetRows> rows;

@@ -1,6 +1,7 @@
 // --attention: one JSON line per kept (report, scenario) of an attention scheme, with its
 // attention maps and multi-head output (make_attention_writer, headsep/output.hpp).
 #include <functional>
+#include <vector>
 
 #include "engine/formatted_rows.hpp"
 #include "headsep/output.hpp"
@@ -39,37 +40,54 @@ class AttentionMapWriter final : public ResultSink {
     }
     s += ']';
   }
+  // The engine's runs: slot by slot, its kept reports in order. A model run (BatchResult::layers):
+  // report by report, each kept layer in order, with "layer" and "token_ids".
   void format(const BatchResult& res, std::string& s) const {
-    const auto& b = *res.batch;
-    for (std::size_t j = 0; j < res.dumps.size(); ++j) {
-      const AttentionDump& d = res.dumps[j];
-      for (std::size_t i = 0; i < d.reports.size(); ++i) {
-        const std::size_t r = d.reports[i], n = b.report_length(r), nq = d.n_queries[i];
-        if (only_ && !only_(b, r)) continue;
-        s += "{\"report_id\":";
-        append_json_string(s, b.report_id(r));
-        s += ",\"report_index\":" + std::to_string(b.first_report + r) + ",\"scenario\":";
-        append_json_string(s, *res.scenario_names[j]);
-        s += ",\"tokens\":";
-        append_json_tokens(s, b, r);
-        s += ",\"queries\":[";
-        for (std::size_t q = 0; q < nq; ++q) s += (q ? "," : "") + std::to_string(d.queries[i] + q);
-        s += "],\"single\":";
-        const float* maps = d.maps.data() + d.maps_offset[i];
-        rows(s, maps, nq, n);
-        s += ",\"heads\":[";
-        for (std::uint32_t h = 1; h <= d.heads; ++h) {
-          if (h > 1) s += ',';
-          rows(s, maps + std::size_t(h) * nq * n, nq, n);
-        }
-        s += ']';
-        if (d.d_model) {
-          s += ",\"output\":";
-          rows(s, d.output.data() + d.output_offset[i], nq, d.d_model);
-        }
-        s += "}\n";
-      }
+    if (res.layers.empty()) {
+      for (std::size_t j = 0; j < res.dumps.size(); ++j)
+        for (std::size_t i = 0; i < res.dumps[j].reports.size(); ++i) line(res, j, i, s);
+      return;
     }
+    std::vector<std::size_t> next(res.dumps.size(), 0);  // per layer: its next kept report
+    for (std::size_t r = 0; r < res.batch->n_reports(); ++r)
+      for (std::size_t j = 0; j < res.dumps.size(); ++j) {
+        const auto& kept = res.dumps[j].reports;
+        if (next[j] < kept.size() && kept[next[j]] == r) line(res, j, next[j]++, s);
+      }
+  }
+  // Kept report i of slot j as one JSON line.
+  void line(const BatchResult& res, std::size_t j, std::size_t i, std::string& s) const {
+    const auto& b = *res.batch;
+    const AttentionDump& d = res.dumps[j];
+    const std::size_t r = d.reports[i], n = b.report_length(r), nq = d.n_queries[i];
+    if (only_ && !only_(b, r)) return;
+    s += "{\"report_id\":";
+    append_json_string(s, b.report_id(r));
+    s += ",\"report_index\":" + std::to_string(b.first_report + r) + ",\"scenario\":";
+    append_json_string(s, *res.scenario_names[j]);
+    if (!res.layers.empty()) s += ",\"layer\":" + std::to_string(res.layers[j]);
+    s += ",\"tokens\":";
+    append_json_tokens(s, b, r);
+    if (!res.layers.empty()) {
+      s += ",\"token_ids\":";
+      append_json_token_ids(s, res, r);
+    }
+    s += ",\"queries\":[";
+    for (std::size_t q = 0; q < nq; ++q) s += (q ? "," : "") + std::to_string(d.queries[i] + q);
+    s += "],\"single\":";
+    const float* maps = d.maps.data() + d.maps_offset[i];
+    rows(s, maps, nq, n);
+    s += ",\"heads\":[";
+    for (std::uint32_t h = 1; h <= d.heads; ++h) {
+      if (h > 1) s += ',';
+      rows(s, maps + std::size_t(h) * nq * n, nq, n);
+    }
+    s += ']';
+    if (d.d_model) {
+      s += ",\"output\":";
+      rows(s, d.output.data() + d.output_offset[i], nq, d.d_model);
+    }
+    s += "}\n";
   }
   OutputFile& out_;
   std::function<bool(const ReportBatch&, std::size_t)> only_;

@@ -25,4 +25,15 @@ inline void append_json_tokens(std::string& s, const ReportBatch& b, std::size_t
   s += ']';
 }
 
+// A model run's (BatchResult::token_ids) report r's vocabulary ids as a JSON array.
+inline void append_json_token_ids(std::string& s, const BatchResult& res, std::size_t r) {
+  const ReportBatch& b = *res.batch;
+  s += '[';
+  for (auto t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t) {
+    if (t != b.token_offset[r]) s += ',';
+    s += std::to_string(res.token_ids.at(t));
+  }
+  s += ']';
+}
+
 }  // namespace headsep

@@ -215,16 +215,22 @@ class JsonlWriter final : public RowWriter {
     const auto& b = *res.batch;
     const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
     std::string tokens;  // the same for every scenario of a report
+    const bool model = !res.layers.empty();  // a model run: one row per layer, with the token ids
     for (std::size_t r = 0; r < b.n_reports(); ++r) {
       const std::string id = b.report_id(r);
       tokens.clear();
       append_json_tokens(tokens, b, r);
+      if (model) {
+        tokens += ",\"token_ids\":";
+        append_json_token_ids(tokens, res, r);
+      }
       for (std::size_t j = 0; j < res.metrics.size(); ++j) {
         const auto& m = res.metrics[j];
         s += "{\"report_id\":";
         append_json_string(s, id);
         s += ",\"scenario\":";
         append_json_string(s, *res.scenario_names[j]);
+        if (model) s += ",\"layer\":" + std::to_string(res.layers[j]) + ",\"n_tokens\":" + std::to_string(b.report_length(r));
         s += ",\"tokens\":";
         s += tokens;
         s += ",\"single_head_context\":[";
@@ -268,7 +274,7 @@ class CsvWriter final : public RowWriter {
  public:
   CsvWriter(OutputFile& out, const RunInfo& info) : RowWriter(out, info) {
     const auto& ax = info_.axis_names;
-    std::string s = "report_id,scenario,tokens";
+    std::string s = info_.layers ? "report_id,scenario,layer,n_tokens,tokens,token_ids" : "report_id,scenario,tokens";
     auto cols = [&](const std::string& prefix) {
       for (const auto& a : ax) {
         s += ',';
@@ -298,18 +304,28 @@ class CsvWriter final : public RowWriter {
   void format(const BatchResult& res, std::string& s) const override {
     const auto& b = *res.batch;
     const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
-    std::string tokens;
+    std::string tokens, ids;
+    const bool model = !res.layers.empty();  // a model run: one row per layer, with the token ids
     for (std::size_t r = 0; r < b.n_reports(); ++r) {
       const std::string id = b.report_id(r);
       tokens.clear();
       append_json_tokens(tokens, b, r);
+      if (model) {
+        ids.clear();
+        append_json_token_ids(ids, res, r);
+      }
       for (std::size_t j = 0; j < res.metrics.size(); ++j) {
         const auto& m = res.metrics[j];
         append_csv_field(s, id);
         s += ',';
         append_csv_field(s, *res.scenario_names[j]);
+        if (model) s += ',' + std::to_string(res.layers[j]) + ',' + std::to_string(b.report_length(r));
         s += ',';
         append_csv_field(s, tokens);
+        if (model) {
+          s += ',';
+          append_csv_field(s, ids);
+        }
         for (std::uint32_t h = 0; h <= N; ++h)
           for (std::uint32_t c = 0; c < C; ++c) {
             s += ',';

@@ -19,17 +19,43 @@ ModelBatch::ModelBatch(const BertModel& model, const AxisMap& axes, const ModelR
       H(cfg_.heads),
       H1(H + 1),
       P(H * (H - 1) / 2),
-      C(axes.size()) {}
+      C(axes.size()),
+      dump_layer_(L, opt.dump_layers.empty()) {
+  for (auto l : opt.dump_layers) {
+    if (l >= L)
+      throw UsageError("--attention-layers: layer " + std::to_string(l) + " is not a layer of the model (0.." +
+                       std::to_string(L - 1) + ")");
+    dump_layer_[l] = true;
+  }
+}
 
-void ModelBatch::measure(const ReportBatch& b, BatchScratch& s, BatchSums& sums, prof::StageTimer& timer) const {
+void ModelBatch::measure(const ReportBatch& b, BatchScratch& s, BatchResult& res, BatchSums& sums,
+                         prof::StageTimer& timer) const {
   token_ids(b, s);
   check_lengths(b);
-  prepare_outputs(b, s);
+  prepare_outputs(b, s, res);
   timer.to(prof::kForward);
   model_.forward(s.ids.data(), b.token_offset.data(), b.n_reports(), static_cast<std::uint32_t>(C), s.axis_ptr.data(),
                  opt_.simd, s.outs, nullptr, s.bert);
   timer.to(prof::kHeads);
-  head_sums(b, s, sums);
+  separations(res.metrics);
+  res.token_ids = s.ids;
+  head_sums(b, res.metrics, s, sums);
+  top_reports(b, s, sums, timer);
+  dumps(b, s, res, timer);
+}
+
+void ModelBatch::sums_of(const ReportBatch& b, const BatchResult& res, BatchScratch& s, BatchSums& sums,
+                         prof::StageTimer& timer) const {
+  if (opt_.keep_maps) throw Error("run_model: keep_maps needs every chunk computed by this process (no exchange)");
+  if (res.metrics.size() != L)
+    throw Error("a model chunk arrived with " + std::to_string(res.metrics.size()) + " layers, not " + std::to_string(L));
+  for (const MetricBlock& m : res.metrics)
+    if (m.heads != H || m.axes != C || m.n != b.n_reports() || m.head_stat_count != kHeadStats ||
+        m.pair_stat_count != kPairStats || m.context.size() != H1 * C * m.n || m.pairwise.size() != P * m.n ||
+        m.head_stats.size() != H1 * kHeadStats * m.n || m.pair_stats.size() != P * kPairStats * m.n)
+      throw Error("a model chunk arrived with metric rows of another model or axes: all ranks must run the same command");
+  head_sums(b, res.metrics, s, sums);
   top_reports(b, s, sums, timer);
 }
 
@@ -55,28 +81,61 @@ void ModelBatch::check_lengths(const ReportBatch& b) const {
                   " tokens, over the model's " + std::to_string(cfg_.max_positions) + " positions");
 }
 
-/// The axes as f32 rows, and per layer zeroed context / head / pair sums for the forward to fill.
-void ModelBatch::prepare_outputs(const ReportBatch& b, BatchScratch& s) const {
+/// The axes as f32 rows, and per layer a zeroed MetricBlock (the rows) for the forward to fill.
+void ModelBatch::prepare_outputs(const ReportBatch& b, BatchScratch& s, BatchResult& res) const {
   const std::size_t R = b.n_reports();
   axes_.project<float>(b, s.axis32);
   s.axis_ptr.resize(C);
   for (std::size_t c = 0; c < C; ++c) s.axis_ptr[c] = s.axis32[c].data();
-  s.ctx.resize(L), s.hs.resize(L), s.ps.resize(L), s.outs.resize(L);
+  res.metrics.resize(L), s.outs.resize(L);
+  res.layers.resize(L);
   for (std::size_t l = 0; l < L; ++l) {
-    s.ctx[l].assign(H1 * C * R, 0.0);
-    s.hs[l].assign(H1 * kHeadStats * R, 0.0);
-    s.ps[l].assign(std::max<std::size_t>(1, P * kPairStats * R), 0.0);
+    MetricBlock& m = res.metrics[l];
+    m.head_stat_count = kHeadStats, m.pair_stat_count = kPairStats;
+    m.resize(static_cast<std::uint32_t>(H), static_cast<std::uint32_t>(C), R);
+    std::fill(m.context.begin(), m.context.end(), 0.0);
+    std::fill(m.head_stats.begin(), m.head_stats.end(), 0.0);
+    std::fill(m.pair_stats.begin(), m.pair_stats.end(), 0.0);
     s.outs[l] = BertLayerOut{};
-    s.outs[l].context = s.ctx[l].data();
-    s.outs[l].head_stats = s.hs[l].data();
-    s.outs[l].pair_stats = s.ps[l].data();
+    s.outs[l].context = m.context.data();
+    s.outs[l].head_stats = m.head_stats.data();
+    s.outs[l].pair_stats = P ? m.pair_stats.data() : &s.no_pairs;
     s.outs[l].stride = R;
+    res.layers[l] = static_cast<std::uint32_t>(l);
+  }
+}
+
+/// Per layer and report the rows' differences from the baseline, pairwise context distances and
+/// head separation: the arithmetic of the engine's scalar kernel (kernels/metrics_scalar.hpp).
+void ModelBatch::separations(std::vector<MetricBlock>& metrics) const {
+  for (MetricBlock& m : metrics) {
+    const std::size_t R = m.n;
+    for (std::size_t r = 0; r < R; ++r) {
+      for (std::size_t h = 1; h < H1; ++h)
+        for (std::size_t c = 0; c < C; ++c)
+          m.difference[((h - 1) * C + c) * R + r] = m.context[(h * C + c) * R + r] - m.context[c * R + r];
+      double total = 0;
+      std::size_t p = 0;
+      for (std::size_t i = 1; i < H1; ++i)
+        for (std::size_t j = i + 1; j < H1; ++j, ++p) {
+          double d2 = 0;
+          for (std::size_t c = 0; c < C; ++c) {
+            const double d = m.context[(i * C + c) * R + r] - m.context[(j * C + c) * R + r];
+            d2 += d * d;
+          }
+          const double d = std::sqrt(d2);
+          m.pairwise[p * R + r] = d;
+          total += d;
+        }
+      m.separation[r] = p ? total / double(p) : 0.0;
+    }
   }
 }
 
 /// The batch's sums over reports (head, context, pair statistics; pair distances) and its
 /// distributions (entropy, separation); s.report_sep gets each report's total pair distance.
-void ModelBatch::head_sums(const ReportBatch& b, BatchScratch& s, BatchSums& m) const {
+void ModelBatch::head_sums(const ReportBatch& b, const std::vector<MetricBlock>& metrics, BatchScratch& s,
+                           BatchSums& m) const {
   const std::size_t R = b.n_reports();
   m.reports = R;
   m.tokens = b.n_tokens();
@@ -89,34 +148,31 @@ void ModelBatch::head_sums(const ReportBatch& b, BatchScratch& s, BatchSums& m) 
   m.separation.assign(L * H, QuantileSketch());
   s.report_sep.assign(R, 0.0);
   for (std::size_t l = 0; l < L; ++l) {
+    const MetricBlock& mb = metrics[l];
     s.sep.assign(H * R, 0.0);  // [(h-1)*R + r]: sum of the distances to the other heads
     for (std::size_t r = 0; r < R; ++r) {
       for (std::size_t h = 0; h < H1; ++h) {
         for (std::size_t k = 0; k < kHeadStats; ++k) {
-          const double v = s.hs[l][(h * kHeadStats + k) * R + r];
+          const double v = mb.head_stats[(h * kHeadStats + k) * R + r];
           if (!std::isfinite(v))
             throw Error("report '" + b.report_id(r) + "': layer " + std::to_string(l) + " head " + std::to_string(h) +
                         ": " + std::string(head_stat_name(static_cast<std::uint32_t>(k))) + " is not finite");
           m.head[(l * H1 + h) * kHeadStats + k] += v;
         }
-        for (std::size_t c = 0; c < C; ++c) m.ctx[(l * H1 + h) * C + c] += s.ctx[l][(h * C + c) * R + r];
+        for (std::size_t c = 0; c < C; ++c) m.ctx[(l * H1 + h) * C + c] += mb.context[(h * C + c) * R + r];
       }
       std::size_t p = 0;
       for (std::size_t i = 1; i <= H; ++i)
         for (std::size_t j = i + 1; j <= H; ++j, ++p) {
-          for (std::size_t k = 0; k < kPairStats; ++k) m.pair[(l * P + p) * kPairStats + k] += s.ps[l][(p * kPairStats + k) * R + r];
-          double d2 = 0;
-          for (std::size_t c = 0; c < C; ++c) {
-            const double d = s.ctx[l][(i * C + c) * R + r] - s.ctx[l][(j * C + c) * R + r];
-            d2 += d * d;
-          }
-          const double d = std::sqrt(d2);
+          for (std::size_t k = 0; k < kPairStats; ++k)
+            m.pair[(l * P + p) * kPairStats + k] += mb.pair_stats[(p * kPairStats + k) * R + r];
+          const double d = mb.pairwise[p * R + r];
           m.dist[l * P + p] += d;
           s.sep[(i - 1) * R + r] += d, s.sep[(j - 1) * R + r] += d;
           s.report_sep[r] += d;
         }
     }
-    for (std::size_t h = 0; h < H1; ++h) m.entropy[l * H1 + h].add(s.hs[l].data() + (h * kHeadStats + kEntropy) * R, R);
+    for (std::size_t h = 0; h < H1; ++h) m.entropy[l * H1 + h].add(mb.head_stats.data() + (h * kHeadStats + kEntropy) * R, R);
     for (std::size_t h = 0; h < H; ++h) {
       for (std::size_t r = 0; r < R; ++r) s.sep[h * R + r] = H > 1 ? s.sep[h * R + r] / double(H - 1) : 0.0;
       m.separation[l * H + h].add(s.sep.data() + h * R, R);
@@ -141,9 +197,9 @@ void ModelBatch::top_reports(const ReportBatch& b, BatchScratch& s, BatchSums& m
   }
 }
 
-// Report r recomputed alone with its maps (grouping never changes a bit: the same metrics).
-ModelMap ModelBatch::report_maps(const ReportBatch& b, std::size_t r, std::uint64_t index, double separation,
-                                 BatchScratch& s, prof::StageTimer& timer) const {
+// Report r recomputed alone with its maps into s.maps[l] ((H+1) x n x n, query-major; grouping
+// never changes a bit: the same metrics as in the batch).
+void ModelBatch::report_forward(const ReportBatch& b, std::size_t r, BatchScratch& s, prof::StageTimer& timer) const {
   const std::uint64_t off[2] = {b.token_offset[r], b.token_offset[r + 1]};
   const std::size_t n = off[1] - off[0];
   const std::uint64_t zero = 0;
@@ -158,19 +214,48 @@ ModelMap ModelBatch::report_maps(const ReportBatch& b, std::size_t r, std::uint6
   timer.to(prof::kForward);
   model_.forward(s.ids.data(), off, 1, static_cast<std::uint32_t>(C), s.axis_ptr.data(), opt_.simd, outs, nullptr, s.bert);
   timer.to(prof::kHeads);
+}
+
+ModelMap ModelBatch::report_maps(const ReportBatch& b, std::size_t r, std::uint64_t index, double separation,
+                                 BatchScratch& s, prof::StageTimer& timer) const {
+  report_forward(b, r, s, timer);
+  const std::size_t n = b.report_length(r);
   ModelMap mm;
   mm.id = b.report_id(r);
   mm.index = index;
   mm.separation = separation;
   mm.n = static_cast<std::uint32_t>(n);
   mm.keys = static_cast<std::uint32_t>(std::min(n, opt_.map_tokens));
-  for (std::size_t k = 0; k < mm.keys; ++k) mm.tokens.push_back(b.token_name(r, off[0] + k));
+  for (std::size_t k = 0; k < mm.keys; ++k) mm.tokens.push_back(b.token_name(r, b.token_offset[r] + k));
   mm.maps.reserve(L * H1 * mm.keys * mm.keys);
   for (std::size_t l = 0; l < L; ++l)
     for (std::size_t h = 0; h < H1; ++h)
       for (std::size_t q = 0; q < mm.keys; ++q)
         for (std::size_t k = 0; k < mm.keys; ++k) mm.maps.push_back(s.maps[l][(h * n + q) * n + k]);
   return mm;
+}
+
+// ModelRunOptions::dump_reports: per slot (layer) one AttentionDump, the kept layers' maps of the
+// chosen reports (every query); the other layers' dumps stay empty.
+void ModelBatch::dumps(const ReportBatch& b, BatchScratch& s, BatchResult& res, prof::StageTimer& timer) const {
+  res.dumps.clear();
+  if (!opt_.dump_reports) return;
+  res.dumps.resize(L);
+  for (auto& d : res.dumps) d.heads = static_cast<std::uint32_t>(H);
+  for (std::size_t r = 0; r < b.n_reports(); ++r) {
+    if (!opt_.dump_reports(b, r)) continue;
+    report_forward(b, r, s, timer);
+    const std::size_t n = b.report_length(r);
+    for (std::size_t l = 0; l < L; ++l) {
+      if (!dump_layer_[l]) continue;
+      AttentionDump& d = res.dumps[l];
+      d.reports.push_back(static_cast<std::uint32_t>(r));
+      d.queries.push_back(0);
+      d.n_queries.push_back(static_cast<std::uint32_t>(n));
+      d.maps_offset.push_back(d.maps.size());
+      d.maps.insert(d.maps.end(), s.maps[l].begin(), s.maps[l].end());
+    }
+  }
 }
 
 }  // namespace headsep

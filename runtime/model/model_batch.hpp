@@ -1,6 +1,7 @@
 // Private: one batch of reports through the model — run_model's parallel stage (model_run.cpp).
-// Token ids and axes, the BERT forward with every head measured, and the batch's sums, top
-// reports and their maps, which the pipeline's serial stage merges in batch order.
+// Token ids and axes, the BERT forward with every head measured into one MetricBlock per layer
+// (the sinks' rows), the kept reports' maps, and the batch's sums, top reports and their maps,
+// which the pipeline's serial stage merges in batch order.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -30,8 +31,8 @@ struct BatchScratch {
   std::vector<std::uint32_t> ids;
   std::vector<std::vector<float>> axis32;
   std::vector<const float*> axis_ptr;
-  std::vector<std::vector<double>> ctx, hs, ps;
   std::vector<BertLayerOut> outs;
+  double no_pairs = 0;  // pair_stats of a one-head model (never written)
   std::vector<double> sep, report_sep;  // per head and report; per report
   std::vector<std::vector<float>> maps;  // one report's maps per layer (keep_maps)
 };
@@ -43,19 +44,27 @@ class ModelBatch {
   /// `id_col`: the batch's feature column of token ids.
   ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col);
 
-  /// `sums` from batch `b`, in this order: token ids, axes, forward, head sums, top reports
-  /// (their maps). Throws Error naming the report on bad input. The timer moves from the axes to
-  /// the forward to the head metrics.
-  void measure(const ReportBatch& b, BatchScratch& s, BatchSums& sums, prof::StageTimer& timer) const;
+  /// `res` (per layer a MetricBlock, the token ids, the dumps of ModelRunOptions::dump_reports)
+  /// and `sums` from batch `b`, in this order: token ids, axes, forward, the rows' differences and
+  /// separations, head sums, top reports (their maps), dumps. Throws Error naming the report on bad
+  /// input. The timer moves from the axes to the forward to the head metrics.
+  void measure(const ReportBatch& b, BatchScratch& s, BatchResult& res, BatchSums& sums, prof::StageTimer& timer) const;
+  /// `sums` from a batch another process measured (its `res.metrics`): the same bytes measure()
+  /// gives. Refused with keep_maps (the top maps need the batch's own forward).
+  void sums_of(const ReportBatch& b, const BatchResult& res, BatchScratch& s, BatchSums& sums,
+               prof::StageTimer& timer) const;
 
  private:
   void token_ids(const ReportBatch& b, BatchScratch& s) const;
   void check_lengths(const ReportBatch& b) const;
-  void prepare_outputs(const ReportBatch& b, BatchScratch& s) const;
-  void head_sums(const ReportBatch& b, BatchScratch& s, BatchSums& m) const;
+  void prepare_outputs(const ReportBatch& b, BatchScratch& s, BatchResult& res) const;
+  void separations(std::vector<MetricBlock>& metrics) const;
+  void head_sums(const ReportBatch& b, const std::vector<MetricBlock>& metrics, BatchScratch& s, BatchSums& m) const;
   void top_reports(const ReportBatch& b, BatchScratch& s, BatchSums& m, prof::StageTimer& timer) const;
+  void report_forward(const ReportBatch& b, std::size_t r, BatchScratch& s, prof::StageTimer& timer) const;
   ModelMap report_maps(const ReportBatch& b, std::size_t r, std::uint64_t index, double separation, BatchScratch& s,
                        prof::StageTimer& timer) const;
+  void dumps(const ReportBatch& b, BatchScratch& s, BatchResult& res, prof::StageTimer& timer) const;
 
   const BertModel& model_;
   const AxisMap& axes_;
@@ -63,6 +72,7 @@ class ModelBatch {
   const BertConfig& cfg_;
   const std::size_t id_col_;
   const std::size_t L, H, H1, P, C;  // layers, heads, heads + baseline, head pairs, axes
+  std::vector<bool> dump_layer_;     // [l]: layer l's maps go to the dumps
 };
 
 }  // namespace headsep

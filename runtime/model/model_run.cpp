@@ -1,6 +1,8 @@
 // run_model (model_run.hpp): a oneTBB pipeline — serial input (sequential sources parse; random-
-// access ones only get an index) → parallel: generate, token ids, axes, BERT forward with every
-// head measured, per-batch sums → serial, in batch order: merge into the scenario's sums.
+// access ones only get an index; under MPI the exchange hands over a chunk to compute here or
+// another rank's finished rows) → parallel: generate, token ids, axes, BERT forward with every
+// head measured (one MetricBlock per layer: the sinks' rows), per-batch sums, the sinks' prepare →
+// serial, in batch order: the sinks' consume, merge into the scenario's sums.
 // ModelPipeline holds one call's state, a member function per stage; the parallel stage's steps
 // are ModelBatch's (model_batch.cpp), ModelSummary's json/table are in model_summary.cpp.
 #include "headsep/model_run.hpp"
@@ -31,6 +33,9 @@ struct Item {
   ReportBatch batch;
   std::uint64_t index = 0;
   std::string scenario;
+  BatchResult res;                                     // the rows: one slot per layer
+  std::vector<std::unique_ptr<SinkPartial>> partials;  // per sink
+  bool remote = false;                                 // rows computed by another process (exchange)
   BatchSums sums;
   std::exception_ptr error;  // a stage's failure, raised by the ordered output stage (the first bad batch wins)
 };
@@ -72,6 +77,7 @@ class ModelPipeline {
   // serial in order: merge into the scenario's sums
   void merge(Item& it);
   ModelSummary::Scenario& scenario(const Item& it);
+  void prepare_sinks(Item& it, prof::StageTimer& timer) const;
   // the stages as oneTBB filters, with the orders stated to ThreadSanitizer
   tbb::filter<void, void> filters();
   void finish(std::chrono::steady_clock::time_point t0);
@@ -87,6 +93,8 @@ class ModelPipeline {
   // Random-access sources: chunks up to total_reports (when known), else until one comes back empty.
   const std::uint64_t chunks_;
   Profiler* const profiler_;
+  ChunkExchange* const exchange_;
+  const bool merger_;  // the exchange's merging process (rank 0)
   ModelSummary out_;
   mutable tbb::enumerable_thread_specific<BatchScratch> scratch_;
   std::map<std::string, std::size_t> index_of_;
@@ -113,7 +121,9 @@ ModelPipeline::ModelPipeline(ReportSource& source, const BertModel& model, const
       chunk_(std::max<std::size_t>(1, opt.chunk_reports)),
       random_(source.random_access()),
       chunks_(random_ && source.total_reports() ? (source.total_reports() + chunk_ - 1) / chunk_ : 0),
-      profiler_(opt.profiler) {
+      profiler_(opt.profiler),
+      exchange_(opt.exchange),
+      merger_(exchange_ && exchange_->merges()) {
   out_.model = model.name();
   out_.layers = model.config().layers;
   out_.heads = model.config().heads;
@@ -126,7 +136,9 @@ ModelPipeline::ModelPipeline(ReportSource& source, const BertModel& model, const
 ModelSummary ModelPipeline::run() {
   tbb::global_control gc(tbb::global_control::max_allowed_parallelism, threads_);
   if (profiler_) {
-    profiler_->impl().begin_run(prof::RunSetup{threads_, random_, false, source_.label(), {}, {"merge"}}, model_.name());
+    std::vector<std::string> stages{"merge"};  // consume(0); the sinks' prepare and consume: k + 1
+    for (const ResultSink* sink : opt_.sinks) stages.push_back(prof::sink_name(*sink));
+    profiler_->impl().begin_run(prof::RunSetup{threads_, random_, false, source_.label(), {}, stages}, model_.name());
   }
   const auto t0 = std::chrono::steady_clock::now();
   const auto chain = filters();
@@ -180,22 +192,30 @@ tbb::filter<void, void> ModelPipeline::filters() {
 // ---- serial input ------------------------------------------------------------------------------
 
 Item* ModelPipeline::input(tbb::flow_control& fc) {
-  if (input_failed_ || done_ || (chunks_ && next_index_ >= chunks_)) {
+  // A share of a distributed run takes chunks rank, rank + ranks, ... (random access).
+  const std::uint64_t index = exchange_ && random_ ? exchange_->chunk_index(next_index_) : next_index_;
+  if (input_failed_ || done_ || (chunks_ && index >= chunks_)) {
     fc.stop();
     return nullptr;
   }
   Item* it = pool_.take();
   *it = Item{};
-  it->index = next_index_++;
-  if (!random_) {
+  it->index = index;
+  ++next_index_;
+  if (merger_ || !random_) {
     try {
-      if (!source_.next(it->batch, chunk_)) {
+      std::vector<std::string> names;
+      const auto take = merger_ ? exchange_->take(index, source_, chunk_, it->batch, it->res, names)
+                        : source_.next(it->batch, chunk_) ? ChunkExchange::Take::local : ChunkExchange::Take::end;
+      if (take == ChunkExchange::Take::end) {
         done_ = true;
         fc.stop();
         pool_.give(it);
         return nullptr;
       }
-      it->scenario = scenario_of(it->batch, schema_);
+      it->remote = take == ChunkExchange::Take::remote;
+      if (it->remote) it->scenario = names.empty() ? "all" : names.front();
+      else if (!random_) it->scenario = scenario_of(it->batch, schema_);
     } catch (...) {
       // Handed on, not thrown: an earlier batch still computing may fail too and must win.
       it->error = std::current_exception();
@@ -211,10 +231,17 @@ void ModelPipeline::work(Item& it) const {
   if (it.error) return;
   prof::StageTimer timer(profiler_, it.index);
   try {
+    if (it.remote) {  // another process's rows: only the sums and the sinks' prepare are left
+      timer.reports(it.batch.n_reports());
+      timer.to(prof::kHeads);
+      batch_.sums_of(it.batch, it.res, scratch_.local(), it.sums, timer);
+      return prepare_sinks(it, timer);
+    }
     if (random_) timer.to(prof::kGenerate);
     if (random_ && !source_.fill(it.index, chunk_, it.batch)) return;  // past the end: empty
     timer.reports(it.batch.n_reports());
     compute(it, timer);
+    prepare_sinks(it, timer);
   } catch (...) {
     it.error = std::current_exception();
   }
@@ -225,7 +252,20 @@ void ModelPipeline::work(Item& it) const {
 void ModelPipeline::compute(Item& it, prof::StageTimer& timer) const {
   timer.to(prof::kAxes);
   if (random_) it.scenario = scenario_of(it.batch, schema_);  // a random-access schema is fixed
-  batch_.measure(it.batch, scratch_.local(), it.sums, timer);
+  batch_.measure(it.batch, scratch_.local(), it.res, it.sums, timer);
+}
+
+// The rows as the sinks read them (BatchResult: slots = layers, every slot the item's scenario).
+void ModelPipeline::prepare_sinks(Item& it, prof::StageTimer& timer) const {
+  it.res.index = it.index;
+  it.res.batch = &it.batch;
+  it.res.scenario_names.assign(it.res.metrics.size(), &it.scenario);
+  it.partials.resize(opt_.sinks.size());
+  if (it.sums.reports == 0) return;
+  for (std::size_t k = 0; k < opt_.sinks.size(); ++k) {
+    timer.to(prof::prepare(k + 1));
+    opt_.sinks[k]->prepare(it.res, it.partials[k]);
+  }
 }
 
 // ---- serial output: merge in batch order ---------------------------------------------------------
@@ -241,6 +281,10 @@ void ModelPipeline::merge(Item& it) {
   }
   prof::StageTimer timer(profiler_, it.index);
   timer.reports(it.sums.reports);
+  for (std::size_t k = 0; k < opt_.sinks.size(); ++k) {
+    timer.to(prof::consume(k + 1));
+    opt_.sinks[k]->consume(it.res, it.partials[k].get());
+  }
   timer.to(prof::consume(0));
   delivered_ += it.sums.reports;
   ++batches_;
@@ -287,8 +331,9 @@ ModelSummary::Scenario& ModelPipeline::scenario(const Item& it) {
 }
 
 void ModelPipeline::finish(std::chrono::steady_clock::time_point t0) {
+  if (exchange_) exchange_->finish();
   // A source that declared its number of reports must deliver exactly that many (as run()).
-  if (source_.total_reports() && delivered_ != source_.total_reports())
+  if (source_.total_reports() && delivered_ != source_.total_reports() && (!exchange_ || merger_))
     throw Error("the scenario source delivered " + std::to_string(delivered_) + " reports but declared " +
                 std::to_string(source_.total_reports()) + " (total_reports); the summary would be incomplete");
   out_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -301,6 +346,15 @@ void ModelPipeline::finish(std::chrono::steady_clock::time_point t0) {
 }
 
 }  // namespace
+
+RunInfo model_run_info(const BertModel& model, const AxisMap& axes) {
+  RunInfo info;
+  info.axis_names = axes.names();
+  info.heads = model.config().heads;
+  info.attention = true;
+  info.layers = model.config().layers;
+  return info;
+}
 
 ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt) {
   ModelPipeline pipeline(source, model, axes, opt);
