@@ -44,9 +44,9 @@ ModelJob open_model_job(const RunArgs& a, bool report) {
   const PluginInfo& sp = registry.require(a.scenario, PluginKind::scenario);
   std::vector<std::string> params = a.params;
   if (declares(sp, "model") && !given(params, sp, "model")) params.push_back(sp.name + ".model=" + a.model);
-  // The token strings of the report's maps, the rows and the dumps.
-  const bool names = report || !a.per_report.empty() || !a.attention.empty();
-  if (names && declares(sp, "names") && !given(params, sp, "names")) params.push_back(sp.name + ".names=true");
+  // Token strings (the rows, dumps and the report's maps) and, for ops-text, report ids: always, so
+  // that the summary's top ids do not depend on which outputs were asked for.
+  if (declares(sp, "names") && !given(params, sp, "names")) params.push_back(sp.name + ".names=true");
   const PluginInfo none = no_weighting();
   auto [sparams, wparams] = split_params(params, sp, none);
   job.source = open_scenario_plugin(registry, a.scenario, sparams);
@@ -146,6 +146,9 @@ void check_model_args(const RunArgs& a, bool report) {
     throw UsageError("--attention-reports and --attention-layers choose what --attention PATH writes: give --attention");
   if (!a.per_report.empty()) format_from_extension(a.per_report);
   if (!a.attention.empty()) parse_keep(a.attention_reports), parse_layers(a.attention_layers);
+  if (dist::size() > 1 && (a.mpi.csv != dist::Options::Csv::rank0 || a.mpi.rows != dist::Options::Rows::gather))
+    throw UsageError("--model under mpirun: --mpi-csv ranges and --mpi-rows offsets do not apply (rank 0 reads the "
+                     "text and gathers every row)");
   if (dist::size() > 1 && report)
     throw UsageError("--model under mpirun: --report-html and --plot-svg need the top reports' maps in one process; "
                      "run the report without mpirun");

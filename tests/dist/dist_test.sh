@@ -2,7 +2,7 @@
 # Scale-out tests (docs/DISTRIBUTED.md): the CLI under mpirun against the same command in one
 # process, byte for byte; failures on any rank; two network namespaces as two hosts.
 # Usage: dist_test.sh CASE HEADSEP FAULT_PLUGIN_DIR SOURCE_DIR
-#   CASE: synthetic | csv | failures | netns | scaling | options (killed: the killed-rank case of
+#   CASE: synthetic | csv | failures | netns | scaling | options | model (killed: the killed-rank case of
 #   failures alone)
 set -uo pipefail
 case_=$1 H=$2 F=$3 SRC=$4
@@ -308,6 +308,40 @@ options() {
   same "$dir/one.json" "$dir/k2.json" "--mpi-stats: summary unchanged, -np 2"
   [ "$(grep -c "^headsep: mpi: rank [01] of 2 sent" "$dir/err")" = 2 ] || fail "--mpi-stats: not one line per rank: $(cat "$dir/err")"
   [ ! -e "$dir/x.json" ] && [ ! -e "$dir/x.csv" ] || fail "a refused run left a file"
+}
+
+# run --model (docs/MODEL.md): ops-text (random access, generated where computed) and a text file
+# (sequential, read by rank 0), summary, --per-report rows and --attention maps as one process gives.
+model() {
+  local m=${HEADSEP_MODEL_DIR:-${HEADSEP_MODEL_CACHE:-$HOME/.cache/headsep}/all-minilm-l6-v2}
+  [ -f "$m/model.safetensors" ] || { fail "the test model is not in $m: run scripts/fetch_model.sh"; return; }
+  python3 -c "
+import random
+random.seed(3)
+w = 'stop the pump pressure hold rose valve seal leak when stable replaced night crew decision return'.split()
+print('report_id,scenario,text')
+for i in range(23):
+    print(f'x{i},{\"ab\"[i % 7 < 3]},' + ' '.join(random.choice(w) for _ in range(random.randint(1, 30))))
+" > "$dir/t.csv" || { fail "texts"; return; }
+  local ops=(run -q -s ops-text -p reports=30 --model "$m" --chunk 4 --threads 1 --attention-reports index:2,17,29 --attention-layers 1,3)
+  local txt=(run -q -s text -p "path=$dir/t.csv" --model "$m" --chunk 3 --threads 1 --attention-reports id:x4,x20)
+  local k job
+  for job in ops txt; do
+    local -n cmd=$job
+    "$H" "${cmd[@]}" --summary "$dir/$job-1.json" --per-report "$dir/$job-1.csv" --attention "$dir/$job-1.maps" || fail "$job: one process"
+    grep -v '"seconds"' "$dir/$job-1.json" > "$dir/$job-1.s"
+    for k in 2 3; do
+      mpi -np $k "$H" "${cmd[@]}" --summary "$dir/$job-$k.json" --per-report "$dir/$job-$k.csv" --attention "$dir/$job-$k.maps" ||
+        fail "$job: -np $k"
+      grep -v '"seconds"' "$dir/$job-$k.json" > "$dir/$job-$k.s"
+      same "$dir/$job-1.s" "$dir/$job-$k.s" "model $job: summary (seconds aside), -np $k"
+      same "$dir/$job-1.csv" "$dir/$job-$k.csv" "model $job: per-report rows, -np $k"
+      same "$dir/$job-1.maps" "$dir/$job-$k.maps" "model $job: attention maps, -np $k"
+    done
+  done
+  mpi -np 2 "$H" run -q -s ops-text -p reports=4 --model "$m" --report-html "$dir/x.html" 2> "$dir/err"
+  [ $? = 2 ] && grep -q "report without mpirun" "$dir/err" || fail "model: --report-html under mpirun not refused: $(head -2 "$dir/err")"
+  [ ! -e "$dir/x.html" ] || fail "model: a refused run left a file"
 }
 
 "$case_"
