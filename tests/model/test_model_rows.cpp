@@ -88,7 +88,7 @@ TEST_CASE("run --model --per-report and --attention match the NumPy reference, e
   }
 }
 
-TEST_CASE("run --model rows and maps: the same bytes for any thread count and chunk; CSV = JSONL", "[model][cli]") {
+TEST_CASE("run --model rows and maps: the same bytes for any thread count and chunk, CSV as JSONL", "[model][cli]") {
   testutil::TempDir tmp;
   const std::string base = "run -q -s ops-text -p reports=23 -p seed=9" + model_arg();
   auto go = [&](const std::string& name, const std::string& flags) {
