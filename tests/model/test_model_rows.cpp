@@ -90,14 +90,14 @@ TEST_CASE("run --model --per-report and --attention match the NumPy reference, e
 
 TEST_CASE("run --model rows and maps: the same bytes for any thread count and chunk, CSV as JSONL", "[model][cli]") {
   testutil::TempDir tmp;
-  const std::string base = "run -q -s ops-text -p reports=23 -p seed=9" + model_arg();
+  const std::string base = "run -q -s ops-text -p reports=13 -p seed=9" + model_arg();
   auto go = [&](const std::string& name, const std::string& flags) {
-    auto r = run_cli(base + flags + " --attention-reports index:1,7,22 --attention-layers 0,4 --per-report " + tmp.file(name + ".jsonl") + " --attention " +
+    auto r = run_cli(base + flags + " --attention-reports index:1,7,12 --attention-layers 0,4 --per-report " + tmp.file(name + ".jsonl") + " --attention " +
                      tmp.file(name + ".maps") + " --summary " + tmp.file(name + ".json"));
     INFO(r.err);
     REQUIRE(r.status == 0);
   };
-  go("a", " --threads 1 --chunk 23");
+  go("a", " --threads 1 --chunk 13");
   go("b", " --threads 3 --chunk 4");
   go("c", " --threads 2 --chunk 1");
   for (const char* o : {"b", "c"}) {
@@ -105,19 +105,19 @@ TEST_CASE("run --model rows and maps: the same bytes for any thread count and ch
     CHECK(testutil::read_file(tmp.file("a.maps")) == testutil::read_file(tmp.file(std::string(o) + ".maps")));
   }
   const auto rows = json_lines(tmp.file("a.jsonl"));
-  CHECK(rows.size() == 23 * 6);
+  CHECK(rows.size() == 13 * 6);
   const auto maps = json_lines(tmp.file("a.maps"));
   REQUIRE(maps.size() == 3 * 2);  // report by report, the kept layers in order
   CHECK(maps[0]["report_index"] == 1);
   CHECK(maps[0]["layer"] == 0);
   CHECK(maps[1]["layer"] == 4);
-  CHECK(maps[5]["report_index"] == 22);
+  CHECK(maps[5]["report_index"] == 12);
   CHECK(maps[0]["heads"].size() == 12);
   CHECK(maps[0]["single"].size() == maps[0]["tokens"].size());
   CHECK(maps[0]["token_ids"] == rows[6]["token_ids"]);
 
   // Asking for rows changes nothing in the summary (seconds aside).
-  auto r = run_cli(base + " --threads 1 --chunk 23 --summary " + tmp.file("plain.json"));
+  auto r = run_cli(base + " --threads 1 --chunk 13 --summary " + tmp.file("plain.json"));
   REQUIRE(r.status == 0);
   json x = json::parse(testutil::read_file(tmp.file("a.json"))), y = json::parse(testutil::read_file(tmp.file("plain.json")));
   x.erase("seconds"), y.erase("seconds");
@@ -138,7 +138,7 @@ TEST_CASE("run --model rows and maps: the same bytes for any thread count and ch
   CHECK(first.find("\"" + rows[0]["token_ids"].dump() + "\"") != std::string::npos);
   std::size_t n = 1;
   for (std::string line; std::getline(csv, line);) ++n;
-  CHECK(n == 23 * 6);
+  CHECK(n == 13 * 6);
 }
 
 TEST_CASE("run --model per-report options: bad values are usage errors, nothing written", "[model][cli]") {
