@@ -397,7 +397,7 @@ void Profiler::Impl::end_run(const RunStats& stats, const std::vector<std::strin
       st.kind = "forward", st.name = "BERT forward (" + s->model + ")";
     } else if (id == kHeads) {
       st.kind = "heads", st.name = "head metrics (sums, sketches, top)";
-    } else if (model && id >= kConsume0 && id < kWeighting0) {
+    } else if (model && id == kConsume0) {  // run_model: consume(0) is the merge, consume(k + 1) sink k
       st.kind = "consume", st.serial = true, st.name = "merge: scenario sums in batch order";
     } else if (id == kValidate) {
       st.kind = "validate", st.name = "validation";
