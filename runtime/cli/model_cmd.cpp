@@ -3,6 +3,7 @@
 #include <tbb/info.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -94,16 +95,11 @@ std::vector<std::uint32_t> parse_layers(const std::string& spec) {
     std::size_t j = spec.find(',', i);
     if (j == std::string::npos) j = spec.size();
     const std::string x = spec.substr(i, j - i);
-    unsigned long long n = 0;
-    std::size_t used = 0;
-    try {
-      n = std::stoull(x, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (x.empty() || used != x.size() || x[0] == '-' || x[0] == '+' || n > 0xffffffffULL)
+    std::uint32_t n = 0;
+    const auto [end, ec] = std::from_chars(x.data(), x.data() + x.size(), n);
+    if (x.empty() || ec != std::errc() || end != x.data() + x.size())
       throw UsageError("--attention-layers: expected all or layer numbers L,M,..., got '" + spec + "'");
-    v.push_back(static_cast<std::uint32_t>(n));
+    v.push_back(n);
     i = j + 1;
   }
   return v;
