@@ -9,12 +9,14 @@
 
 namespace headsep {
 
-ModelBatch::ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col)
+ModelBatch::ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col,
+                       std::size_t status_col)
     : model_(model),
       axes_(axes),
       opt_(opt),
       cfg_(model.config()),
       id_col_(id_col),
+      status_col_(status_col),
       L(cfg_.layers),
       H(cfg_.heads),
       H1(H + 1),
@@ -30,7 +32,21 @@ void ModelBatch::measure(const ReportBatch& b, BatchScratch& s, BatchSums& sums,
                  opt_.simd, s.outs, nullptr, s.bert);
   timer.to(prof::kHeads);
   head_sums(b, s, sums);
+  text_status(b, sums);
   top_reports(b, s, sums, timer);
+}
+
+/// Empty and truncated reports counted from the text_status column (a report's first token).
+void ModelBatch::text_status(const ReportBatch& b, BatchSums& sums) const {
+  if (status_col_ == kNone) return;
+  const double* col = b.features.at(status_col_).data();
+  for (std::size_t r = 0; r < b.n_reports(); ++r) {
+    const double v = col[b.token_offset[r]];
+    if (v == 1) ++sums.truncated;
+    else if (v == 2) ++sums.empty;
+    else if (v != 0)
+      throw Error("report '" + b.report_id(r) + "': text_status " + std::to_string(v) + " is not 0, 1 (truncated) or 2 (empty)");
+  }
 }
 
 /// The batch's token_id column as vocabulary ids, each checked.
@@ -43,7 +59,8 @@ void ModelBatch::token_ids(const ReportBatch& b, BatchScratch& s) const {
       const double v = col[t];
       if (!(v >= 0 && v < double(cfg_.vocab_size) && v == std::floor(v)))
         throw Error("report '" + b.report_id(r) + "': token " + std::to_string(t - b.token_offset[r] + 1) +
-                    ": token_id " + std::to_string(v) + " is not an id of the model's vocabulary");
+                    ": token_id " + std::to_string(v) + " is not an id of the model's vocabulary (vocab.txt: ids 0.." +
+                    std::to_string(cfg_.vocab_size - 1) + ", the embedding table's rows)");
       s.ids[t] = static_cast<std::uint32_t>(v);
     }
 }

@@ -16,6 +16,7 @@ namespace headsep {
 /// What one batch adds to its scenario (ModelSummary::Scenario's fields, for this batch only).
 struct BatchSums {
   std::uint64_t reports = 0, tokens = 0;
+  std::uint64_t empty = 0, truncated = 0;  // reports by text_status (ModelSummary::Scenario)
   std::vector<double> head, ctx, pair, dist;
   double flops = 0;
   std::vector<QuantileSketch> entropy, separation;  // the batch's distributions (ModelSummary::Scenario)
@@ -40,8 +41,11 @@ struct BatchScratch {
 /// may run on several threads at once: it reads only these and writes only its arguments.
 class ModelBatch {
  public:
-  /// `id_col`: the batch's feature column of token ids.
-  ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col);
+  /// `id_col`: the batch's feature column of token ids; `status_col` its text_status column
+  /// (0, 1 truncated, 2 empty; the text generators'), or kNone.
+  static constexpr std::size_t kNone = ~std::size_t(0);
+  ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col,
+             std::size_t status_col = kNone);
 
   /// `sums` from batch `b`, in this order: token ids, axes, forward, head sums, top reports
   /// (their maps). Throws Error naming the report on bad input. The timer moves from the axes to
@@ -51,6 +55,7 @@ class ModelBatch {
  private:
   void token_ids(const ReportBatch& b, BatchScratch& s) const;
   void check_lengths(const ReportBatch& b) const;
+  void text_status(const ReportBatch& b, BatchSums& sums) const;
   void prepare_outputs(const ReportBatch& b, BatchScratch& s) const;
   void head_sums(const ReportBatch& b, BatchScratch& s, BatchSums& m) const;
   void top_reports(const ReportBatch& b, BatchScratch& s, BatchSums& m, prof::StageTimer& timer) const;
@@ -61,7 +66,7 @@ class ModelBatch {
   const AxisMap& axes_;
   const ModelRunOptions& opt_;
   const BertConfig& cfg_;
-  const std::size_t id_col_;
+  const std::size_t id_col_, status_col_;
   const std::size_t L, H, H1, P, C;  // layers, heads, heads + baseline, head pairs, axes
 };
 

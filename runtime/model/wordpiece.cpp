@@ -6,11 +6,13 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <sstream>
 
 #include "headsep/error.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep {
 namespace {
@@ -96,6 +98,18 @@ std::uint64_t hash_key(const char* s, std::size_t n, bool continuation) noexcept
   return h ^ (h >> 29);
 }
 
+/// A vocabulary entry as a message shows it: Python's repr (escaped), at most 60 bytes of it.
+std::string shown(std::string_view t) {
+  std::size_t n = std::min<std::size_t>(t.size(), 60);
+  while (n < t.size() && n > 0 && (static_cast<unsigned char>(t[n]) & 0xC0) == 0x80) --n;
+  std::string s;
+  append_py_str(s, t.substr(0, n));
+  if (n < t.size()) s += "...";
+  return s;
+}
+
+constexpr const char* kBertSpecials[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+
 }  // namespace
 
 WordPiece WordPiece::from_file(const std::filesystem::path& vocab, WordPieceOptions options) {
@@ -113,14 +127,18 @@ WordPiece WordPiece::from_bytes(std::string_view bytes, const std::string& name,
   if (options.max_chars == 0) throw Error(name + ": max_chars must be >= 1");
   WordPiece wp;
   wp.options_ = options;
-  // Lines as HF reads them: split at '\n', trailing whitespace trimmed; a repeated token keeps
-  // its last id (HF inserts each line into a map in order).
+  // Lines as HF reads them: split at '\n', trailing whitespace trimmed. HF would let a repeated
+  // token keep its last id, leaving an id no text can reach: a vocabulary that does not match
+  // its model (issue 23), so refused here, as a line that is not UTF-8 is.
   std::size_t pos = 0;
   while (pos < bytes.size()) {
     std::size_t end = bytes.find('\n', pos);
     if (end == std::string_view::npos) end = bytes.size();
     std::string_view line = bytes.substr(pos, end - pos);
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    if (const auto bad = find_invalid_utf8(line))
+      throw Error(name + ":" + std::to_string(wp.tokens_.size() + 1) + ": not valid UTF-8 (byte " +
+                  std::to_string(*bad + 1) + " of the line)");
     wp.tokens_.emplace_back(line);
     pos = end + 1;
   }
@@ -143,11 +161,37 @@ WordPiece WordPiece::from_bytes(std::string_view bytes, const std::string& name,
   wp.cls_ = special("[CLS]");
   wp.sep_ = special("[SEP]");
   wp.unk_ = special("[UNK]");
+  std::vector<std::string> specials;  // BertTokenizer's own, where the vocabulary has them
+  for (const char* t : kBertSpecials)
+    if (wp.find(t) >= 0) specials.emplace_back(t);
+  wp.set_special_tokens(specials, name);
   return wp;
 }
 
+void WordPiece::set_special_tokens(const std::vector<std::string>& tokens, const std::string& name) {
+  specials_.clear();
+  special_first_.fill(false);
+  for (const auto& t : tokens) {
+    const std::int64_t id = t.empty() ? -1 : find(t);
+    if (id < 0) throw Error(name + ": the special token " + shown(t) + " is not an entry of the vocabulary");
+    specials_.push_back({t, static_cast<std::uint32_t>(id)});
+    special_first_[static_cast<unsigned char>(t[0])] = true;
+  }
+  std::stable_sort(specials_.begin(), specials_.end(),
+                   [](const Special& a, const Special& b) { return a.text.size() > b.text.size(); });
+  special_names_ = tokens;
+}
+
+int WordPiece::match_special(const unsigned char* s, std::size_t n) const noexcept {
+  for (std::size_t k = 0; k < specials_.size(); ++k) {
+    const std::string& t = specials_[k].text;
+    if (t.size() <= n && std::char_traits<char>::compare(reinterpret_cast<const char*>(s), t.data(), t.size()) == 0)
+      return static_cast<int>(k);
+  }
+  return -1;
+}
+
 void WordPiece::insert(std::string_view key, bool continuation, std::uint32_t id, const std::string& name) {
-  (void)name;
   const std::uint64_t h = hash_key(key.data(), key.size(), continuation);
   for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
     Slot& s = table_[i];
@@ -163,8 +207,8 @@ void WordPiece::insert(std::string_view key, bool continuation, std::uint32_t id
     }
     if (s.hash == h && s.length == key.size() && pool_[s.offset + s.length] == (continuation ? '\1' : '\0') &&
         pool_.compare(s.offset, s.length, key) == 0) {
-      s.id = static_cast<std::int32_t>(id);  // a repeated token: the last line wins, as in HF
-      return;
+      throw Error(name + ":" + std::to_string(id + 1) + ": the token " + shown(tokens_[id]) + " repeats line " +
+                  std::to_string(s.id + 1) + " (each line of vocab.txt is one id: a repeated or extra line shifts the ids)");
     }
   }
 }
@@ -238,6 +282,7 @@ void WordPiece::encode(std::string_view text, Encoding& out) const {
   std::string word;
   std::uint32_t chars = 0;
   const bool lower = options_.lowercase;
+  const bool strip = options_.strip_accents < 0 ? lower : options_.strip_accents > 0;
   auto flush = [&] {
     if (chars == 0) return;
     const auto wi = static_cast<std::uint32_t>(out.words.size());
@@ -256,11 +301,21 @@ void WordPiece::encode(std::string_view text, Encoding& out) const {
   const std::size_t n = text.size();
   std::int32_t dec[8];
   for (std::size_t i = 0; i < n;) {
-    if (out.ids.size() >= options_.max_length - 1) {  // full: the rest cannot add a piece
-      for (std::size_t j = i; j < n && !out.truncated; ++j) out.truncated = s[j] >= 0x80 || kAscii[s[j]] >= kPunct;
-      break;
-    }
     const unsigned c = s[i];
+    if (special_first_[c]) {
+      if (const int k = match_special(s + i, n - i); k >= 0) {  // kept whole: a word of its own
+        flush();
+        if (out.ids.size() >= options_.max_length - 1) {
+          out.truncated = true;
+        } else {
+          out.ids.push_back(specials_[k].id);
+          out.word.push_back(static_cast<std::uint32_t>(out.words.size()));
+          out.words.push_back(specials_[k].text);
+        }
+        i += specials_[k].text.size();
+        continue;
+      }
+    }
     if (c < 0x80) {
       ++i;
       switch (kAscii[c]) {
@@ -287,7 +342,7 @@ void WordPiece::encode(std::string_view text, Encoding& out) const {
     if (cjk) flush();
     std::int32_t nd = 1;
     dec[0] = cp;
-    if (lower) {
+    if (strip) {
       int boundclass = UTF8PROC_BOUNDCLASS_START;
       nd = static_cast<std::int32_t>(
           utf8proc_decompose_char(cp, dec, 8, static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE), &boundclass));
@@ -295,10 +350,8 @@ void WordPiece::encode(std::string_view text, Encoding& out) const {
     }
     for (std::int32_t k = 0; k < nd; ++k) {
       std::int32_t d = dec[k];
-      if (lower) {
-        if (utf8proc_category(d) == UTF8PROC_CATEGORY_MN) continue;
-        d = utf8proc_tolower(d);
-      }
+      if (strip && utf8proc_category(d) == UTF8PROC_CATEGORY_MN) continue;
+      if (lower) d = utf8proc_tolower(d);
       if (!cjk && is_punct(d)) {
         single(d);
       } else {
