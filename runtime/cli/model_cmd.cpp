@@ -47,7 +47,8 @@ ModelJob open_model_job(const RunArgs& a, bool report) {
     std::int64_t max_tokens = 0;
     for (const auto& [k, v] : resolved)
       if (k == "max_tokens") max_tokens = std::stoll(v);
-    const TruncationLength t = ModelTokenizer::truncation_of(a.model, max_tokens);
+    // The folder's tokenizer checked here (vocab.txt against the model) so its errors name the file, not the plugin.
+    const TruncationLength t = ModelTokenizer::load(a.model, max_tokens).truncation;
     job.options.max_tokens = t.tokens, job.options.max_tokens_from = t.source;
   }
   job.source = open_scenario_plugin(registry, a.scenario, sparams);

@@ -4,10 +4,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 #include "headsep/error.hpp"
 
 namespace headsep {
+namespace {
+std::string number(double v) {  // as the user wrote it: 40000, not 40000.000000
+  if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  std::ostringstream o;
+  o << std::setprecision(17) << v;
+  return o.str();
+}
+}  // namespace
 
 ModelBatch::ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col,
                        std::size_t status_col)
@@ -59,8 +69,8 @@ void ModelBatch::token_ids(const ReportBatch& b, BatchScratch& s) const {
       const double v = col[t];
       if (!(v >= 0 && v < double(cfg_.vocab_size) && v == std::floor(v)))
         throw Error("report '" + b.report_id(r) + "': token " + std::to_string(t - b.token_offset[r] + 1) +
-                    ": token_id " + std::to_string(v) + " is not an id of the model's vocabulary (vocab.txt: ids 0.." +
-                    std::to_string(cfg_.vocab_size - 1) + ", the embedding table's rows)");
+                    ": token_id " + number(v) + " is not an id of the model's vocabulary: vocab.txt and the embedding " +
+                    "table (config.json vocab_size) hold ids 0.." + std::to_string(cfg_.vocab_size - 1));
       s.ids[t] = static_cast<std::uint32_t>(v);
     }
 }
