@@ -176,7 +176,7 @@ TEST_CASE("ModelTokenizer: tokenizers headsep would read differently are refused
   CHECK_THAT(load_error(m), Contains("config.json: cannot open"));
 }
 
-TEST_CASE("run --model truncates at the folder's length, counts it, says so once; -p max_tokens overrides",
+TEST_CASE("run --model truncates at the folder's length, counts it and says so once, -p max_tokens overrides",
           "[model][tokenizer][cli]") {
   ModelCopy m;
   json tj = m.tokenizer();
