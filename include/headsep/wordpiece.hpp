@@ -20,7 +20,11 @@
 // set_special_tokens) are matched in the raw text first, leftmost-longest, and kept whole, as
 // Hugging Face's added-token split does ("a [SEP] b" -> [CLS] a [SEP] b [SEP]).
 // An empty or whitespace-only text gives [CLS] [SEP], as Hugging Face does.
-// Character data (decomposition, categories, case) come from utf8proc, not hand-written tables.
+// Which characters are control, whitespace, punctuation or nonspacing marks is decided as
+// `tokenizers` decides it: its Unicode tables are older than utf8proc's (and keep unassigned code
+// points), so the classes are read from the package itself into runtime/model/hf_unicode_tables.hpp
+// (scripts/make_hf_unicode_tables.py). Decomposition and case come from utf8proc, except for the
+// few code points where tokenizers' differ (listed in the same file).
 // Text must be valid UTF-8: anything else is an Error naming the byte offset.
 #pragma once
 #include <array>

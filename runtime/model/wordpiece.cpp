@@ -1,17 +1,20 @@
 // BERT WordPiece (see wordpiece.hpp for the rules). One pass over the text: each code point is
 // cleaned, normalised and classified as it is decoded, words are cut at whitespace and
 // punctuation, and each word is split into pieces at once (no intermediate normalised string).
-// ASCII goes through a 128-entry table; other code points through utf8proc.
+// ASCII goes through a 128-entry table; other code points through the classes of Hugging Face
+// tokenizers itself (hf_unicode_tables.hpp) and utf8proc's NFD and lowercase.
 #include "headsep/wordpiece.hpp"
 
 #include <utf8proc.h>
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 
 #include "headsep/error.hpp"
+#include "model/hf_unicode_tables.hpp"
 #include "support/text_util.hpp"
 
 namespace headsep {
@@ -39,17 +42,44 @@ bool is_cjk(std::int32_t c) noexcept {  // BERT's _is_chinese_char blocks
          (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
-bool is_control_cat(int cat) noexcept {
-  return cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF || cat == UTF8PROC_CATEGORY_CS ||
-         cat == UTF8PROC_CATEGORY_CO || cat == UTF8PROC_CATEGORY_CN;
+/// tokenizers' class of a code point (hf_unicode_tables.hpp: its tables, not utf8proc's Unicode).
+hf::CharClass char_class(std::int32_t c) noexcept {
+  const auto* end = std::end(hf::kClassRuns);
+  const auto* it = std::upper_bound(std::begin(hf::kClassRuns), end, static_cast<std::uint32_t>(c),
+                                    [](std::uint32_t v, const hf::ClassRun& r) { return v < r.first; });
+  return (it - 1)->cls;  // kClassRuns[0].first == 0
 }
-bool is_space_cat(int cat) noexcept {  // White_Space beyond ASCII: Zs, Zl, Zp (U+0085 is Cc: dropped first)
-  return cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+bool is_punct(std::int32_t c) noexcept { return c < 128 ? kAscii[c] == kPunct : char_class(c) == hf::kPunct; }
+
+/// tokenizers' result where it differs from utf8proc's (hf::kNfd, hf::kLower), else null.
+const hf::Mapping* mapped(const hf::Mapping* first, const hf::Mapping* last, std::int32_t c) noexcept {
+  const auto* it = std::lower_bound(first, last, c, [](const hf::Mapping& m, std::int32_t v) { return m.cp < v; });
+  return it != last && it->cp == c ? it : nullptr;
 }
-bool is_punct(std::int32_t c) noexcept {
-  if (c < 128) return kAscii[c] == kPunct;
-  const int cat = utf8proc_category(c);
-  return cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
+
+/// NFD of one code point into d (at most 4), as tokenizers decomposes it; returns the count.
+std::int32_t decompose(std::int32_t cp, std::int32_t (&d)[8]) noexcept {
+  if (const auto* m = mapped(std::begin(hf::kNfd), std::end(hf::kNfd), cp)) {
+    std::int32_t n = 0;
+    while (n < 3 && m->to[n]) d[n] = m->to[n], ++n;
+    return n;
+  }
+  int boundclass = UTF8PROC_BOUNDCLASS_START;
+  const auto n = static_cast<std::int32_t>(
+      utf8proc_decompose_char(cp, d, 8, static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE), &boundclass));
+  if (n < 0 || n > 8) return d[0] = cp, 1;  // (cannot happen for a valid code point: at most 4 for NFD)
+  return n;
+}
+
+/// Lowercase of one code point into l (1..3 code points), as tokenizers lowercases it.
+std::int32_t lowercase(std::int32_t c, std::int32_t (&l)[3]) noexcept {
+  if (const auto* m = mapped(std::begin(hf::kLower), std::end(hf::kLower), c)) {
+    std::int32_t n = 0;
+    while (n < 3 && m->to[n]) l[n] = m->to[n], ++n;
+    return n;
+  }
+  l[0] = utf8proc_tolower(c);
+  return 1;
 }
 
 void put_utf8(std::string& s, std::int32_t c) {
@@ -331,10 +361,9 @@ void WordPiece::encode(std::string_view text, Encoding& out) const {
     const std::size_t at = i;
     const std::int32_t cp = decode(s, n, i);
     if (cp < 0) throw Error("invalid UTF-8 at byte " + std::to_string(at + 1));
-    if (cp == 0xFFFD) continue;
-    const int cat = utf8proc_category(cp);
-    if (is_control_cat(cat)) continue;
-    if (is_space_cat(cat)) {
+    const hf::CharClass cc = char_class(cp);  // U+FFFD and U+0000 included in kDrop
+    if (cc == hf::kDrop) continue;
+    if (cc == hf::kSpace) {
       flush();
       continue;
     }
@@ -342,21 +371,18 @@ void WordPiece::encode(std::string_view text, Encoding& out) const {
     if (cjk) flush();
     std::int32_t nd = 1;
     dec[0] = cp;
-    if (strip) {
-      int boundclass = UTF8PROC_BOUNDCLASS_START;
-      nd = static_cast<std::int32_t>(
-          utf8proc_decompose_char(cp, dec, 8, static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE), &boundclass));
-      if (nd < 0 || nd > 8) dec[0] = cp, nd = 1;  // (cannot happen for a valid code point: at most 4 for NFD)
-    }
+    if (strip) nd = decompose(cp, dec);
     for (std::int32_t k = 0; k < nd; ++k) {
-      std::int32_t d = dec[k];
-      if (strip && utf8proc_category(d) == UTF8PROC_CATEGORY_MN) continue;
-      if (lower) d = utf8proc_tolower(d);
-      if (!cjk && is_punct(d)) {
-        single(d);
-      } else {
-        put_utf8(word, d);
-        ++chars;
+      if (strip && char_class(dec[k]) == hf::kMark) continue;
+      std::int32_t low[3] = {dec[k], 0, 0}, nl = 1;
+      if (lower) nl = lowercase(dec[k], low);
+      for (std::int32_t j = 0; j < nl; ++j) {
+        if (!cjk && is_punct(low[j])) {
+          single(low[j]);
+        } else {
+          put_utf8(word, low[j]);
+          ++chars;
+        }
       }
     }
     if (cjk) flush();
