@@ -42,12 +42,23 @@ bool is_cjk(std::int32_t c) noexcept {  // BERT's _is_chinese_char blocks
          (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
-/// tokenizers' class of a code point (hf_unicode_tables.hpp: its tables, not utf8proc's Unicode).
-hf::CharClass char_class(std::int32_t c) noexcept {
-  const auto* end = std::end(hf::kClassRuns);
-  const auto* it = std::upper_bound(std::begin(hf::kClassRuns), end, static_cast<std::uint32_t>(c),
+/// tokenizers' class of a code point (hf_unicode_tables.hpp: its tables, not utf8proc's Unicode):
+/// one load for the Basic Multilingual Plane (a 64 KiB table expanded once from the runs), a
+/// binary search over the runs beyond it.
+hf::CharClass class_by_runs(std::uint32_t c) noexcept {
+  const auto* it = std::upper_bound(std::begin(hf::kClassRuns), std::end(hf::kClassRuns), c,
                                     [](std::uint32_t v, const hf::ClassRun& r) { return v < r.first; });
   return (it - 1)->cls;  // kClassRuns[0].first == 0
+}
+struct BmpClasses {
+  std::array<hf::CharClass, 0x10000> cls;
+  BmpClasses() noexcept {
+    for (std::uint32_t c = 0; c < 0x10000; ++c) cls[c] = class_by_runs(c);
+  }
+};
+const BmpClasses kBmp;  // (static init: 64 K binary searches, well under a millisecond)
+hf::CharClass char_class(std::int32_t c) noexcept {
+  return c < 0x10000 ? kBmp.cls[static_cast<std::uint32_t>(c)] : class_by_runs(static_cast<std::uint32_t>(c));
 }
 bool is_punct(std::int32_t c) noexcept { return c < 128 ? kAscii[c] == kPunct : char_class(c) == hf::kPunct; }
 
