@@ -219,7 +219,7 @@ struct ChunkBuilder {
   }
   /// Appends the encoding just made in `enc`.
   void add(const Tokenizer& tk, bool names) {
-    const double st = enc.ids.size() <= 2 ? kEmpty : enc.truncated ? kTruncated : 0.0;
+    const double st = enc.truncated ? kTruncated : enc.ids.size() <= 2 ? kEmpty : 0.0;  // (max_tokens=2: truncated)
     for (std::size_t i = 0; i < enc.ids.size(); ++i) {
       ids.push_back(enc.ids[i]);
       status.push_back(st);
