@@ -68,6 +68,10 @@ struct ModelRunOptions {
   /// Scale-out (runtime/dist/, MPI), as RunOptions::exchange: chunks another process computed
   /// arrive as finished results (their metrics and dumps), whose sums are taken here. Null: alone.
   ChunkExchange* exchange = nullptr;
+  /// The source's truncation length and where it came from (headsep/model_tokenizer.hpp), for
+  /// the summary; 0 = not known (a source that is not a text generator).
+  std::uint32_t max_tokens = 0;
+  std::string max_tokens_from;
 };
 
 /// The attention maps of one report, every layer and head: maps[((l*(H+1) + h)*keys + q)*keys + k]
@@ -85,6 +89,9 @@ struct ModelSummary {
   struct Scenario {
     std::string name;
     std::uint64_t reports = 0, tokens = 0;
+    /// Reports whose text had no token ([CLS] [SEP] only: measured like any report, docs/MODEL.md)
+    /// and reports cut at the truncation length, from the source's text_status feature.
+    std::uint64_t empty_reports = 0, truncated_reports = 0;
     // Sums over reports (means = sum / reports).
     std::vector<double> head;   ///< [(l*(H+1) + h)*kHeadStats + s]
     std::vector<double> ctx;    ///< [(l*(H+1) + h)*C + c]
@@ -105,6 +112,8 @@ struct ModelSummary {
   double seconds = 0, gflop = 0;
   unsigned threads = 0;
   std::string simd;
+  std::uint32_t max_tokens = 0;  ///< ModelRunOptions::max_tokens
+  std::string max_tokens_from;
 
   std::string json() const;
   std::string table() const;

@@ -74,6 +74,8 @@ struct BatchResult {
   /// Empty for the engine's runs.
   std::vector<std::uint32_t> layers;
   std::vector<std::uint32_t> token_ids;
+  /// A model run over a text generator: per report 0, 1 (truncated) or 2 (empty text); else empty.
+  std::vector<std::uint8_t> report_status;
 };
 
 /// Per-batch scratch a sink fills in the parallel stage and reads back in the serial stage.

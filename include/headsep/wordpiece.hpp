@@ -16,9 +16,18 @@
 //  5. per word: more than max_chars characters -> [UNK]; else greedy longest-match-first pieces,
 //     continuations prefixed "##"; a word with a part no piece matches is one [UNK];
 //  6. at most max_length - 2 pieces are kept, then [CLS] pieces [SEP].
-// Character data (decomposition, categories, case) come from utf8proc, not hand-written tables.
+// Special tokens ([PAD] [UNK] [CLS] [SEP] [MASK] when in the vocabulary, or the list set by
+// set_special_tokens) are matched in the raw text first, leftmost-longest, and kept whole, as
+// Hugging Face's added-token split does ("a [SEP] b" -> [CLS] a [SEP] b [SEP]).
+// An empty or whitespace-only text gives [CLS] [SEP], as Hugging Face does.
+// Which characters are control, whitespace, punctuation or nonspacing marks is decided as
+// `tokenizers` decides it: its Unicode tables are older than utf8proc's (and keep unassigned code
+// points), so the classes are read from the package itself into runtime/model/hf_unicode_tables.hpp
+// (scripts/make_hf_unicode_tables.py). Decomposition and case come from utf8proc, except for the
+// few code points where tokenizers' differ (listed in the same file).
 // Text must be valid UTF-8: anything else is an Error naming the byte offset.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -32,6 +41,8 @@ struct WordPieceOptions {
   bool lowercase = true;            ///< uncased models (also strips accents, as BertNormalizer with strip_accents unset)
   std::uint32_t max_chars = 100;    ///< longer words become [UNK] (max_input_chars_per_word)
   std::uint32_t max_length = 512;   ///< tokens per text, [CLS] and [SEP] included (>= 2)
+  /// BertNormalizer's strip_accents: -1 = as `lowercase` (unset), 0 = keep, 1 = strip (NFD, drop Mn).
+  std::int8_t strip_accents = -1;
 };
 
 /// One text's tokens. `word[i]` is the index in `words` of the word token i came from
@@ -52,8 +63,10 @@ struct Encoding {
 
 class WordPiece {
  public:
-  /// Reads vocab.txt (one token per line, id = line number - 1). Throws Error naming the file
-  /// when it cannot be read, is empty, lacks [CLS], [SEP] or [UNK], or repeats a token.
+  /// Reads vocab.txt (one token per line, id = line number - 1; trailing blanks and \r trimmed).
+  /// Throws Error naming the file (and line) when it cannot be read, is empty, has a line that is
+  /// not valid UTF-8, repeats a token, or lacks [CLS], [SEP] or [UNK]. A model folder's
+  /// vocabulary is checked against the model too: headsep/model_tokenizer.hpp.
   static WordPiece from_file(const std::filesystem::path& vocab, WordPieceOptions options = {});
   /// The same from the file's bytes; `name` names it in messages.
   static WordPiece from_bytes(std::string_view bytes, const std::string& name, WordPieceOptions options = {});
@@ -61,6 +74,11 @@ class WordPiece {
   /// Tokenizes one text into `out` (cleared first). Thread-safe (const). Throws Error
   /// "invalid UTF-8 at byte N" on malformed input.
   void encode(std::string_view text, Encoding& out) const;
+
+  /// The tokens matched whole in raw text (replaces the default BERT five); each must be an entry
+  /// of the vocabulary and non-empty, else Error naming `name`.
+  void set_special_tokens(const std::vector<std::string>& tokens, const std::string& name);
+  const std::vector<std::string>& special_tokens() const noexcept { return special_names_; }
 
   std::size_t size() const noexcept { return tokens_.size(); }
   const std::string& token(std::uint32_t id) const { return tokens_.at(id); }
@@ -82,6 +100,8 @@ class WordPiece {
   std::int64_t lookup(const char* s, std::size_t n, bool continuation) const noexcept;
   void insert(std::string_view key, bool continuation, std::uint32_t id, const std::string& name);
   void word_pieces(const std::string& word, std::uint32_t n_chars, std::uint32_t word_index, Encoding& out) const;
+  /// The longest special token starting at s (its index in specials_), or -1.
+  int match_special(const unsigned char* s, std::size_t n) const noexcept;
 
   WordPieceOptions options_;
   std::vector<std::string> tokens_;
@@ -89,6 +109,13 @@ class WordPiece {
   std::vector<Slot> table_;
   std::size_t mask_ = 0;
   std::uint32_t cls_ = 0, sep_ = 0, unk_ = 0;
+  struct Special {
+    std::string text;
+    std::uint32_t id;
+  };
+  std::vector<Special> specials_;           // longest first
+  std::vector<std::string> special_names_;  // as given
+  std::array<bool, 256> special_first_{};   // first bytes of the specials
 };
 
 }  // namespace headsep

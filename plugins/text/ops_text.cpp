@@ -156,7 +156,7 @@ constexpr headsep_param_spec kParams[] = {
     {"max_sentences", HEADSEP_PARAM_INT, "3", "most sentences per report"},
     {"korean", HEADSEP_PARAM_FLOAT, "0.1", "fraction of reports made of the seed's Korean tokens"},
     {"model", HEADSEP_PARAM_STRING, "", "model folder with vocab.txt (headsep run --model DIR passes it)"},
-    {"max_tokens", HEADSEP_PARAM_INT, "0", "tokens per report incl. [CLS]/[SEP] (0 = the model's max_position_embeddings)"},
+    {"max_tokens", HEADSEP_PARAM_INT, "0", "tokens per report incl. [CLS]/[SEP], longer ones truncated (0 = the model folder's truncation length, docs/MODEL.md)"},
     {"lexicon", HEADSEP_PARAM_STRING, "", "CSV word,AXIS1,... (empty = the built-in ops lexicon)"},
     {"names", HEADSEP_PARAM_BOOL, "false", "emit report ids (ops-text-<index>) and token names"},
 };

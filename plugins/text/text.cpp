@@ -3,7 +3,7 @@
 // "report_id", "text", optional "scenario"), tokenized with a model's WordPiece vocabulary
 // (text_reports.hpp). Streams: one chunk in memory; a chunk ends where the scenario changes.
 // Every error names the file and the line the report starts on; text that is not valid UTF-8
-// and an empty report are errors.
+// is an error; an empty or whitespace-only text is a report of [CLS] [SEP] (text_status 2).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -71,8 +71,6 @@ class TextGenerator final : public ScenarioGenerator {
       } catch (const headsep::Error& e) {
         throw PluginError(where + "report '" + r.id + "': text is not valid UTF-8 (" + e.what() + " of the text)");
       }
-      if (cb_.enc.ids.size() <= 2)
-        throw PluginError(where + "report '" + r.id + "' is empty (its text has no token)");
       cb_.add(tk_, names_);
       ids_.push_back(r.id);
       pending_ = next_record();
@@ -214,7 +212,7 @@ constexpr headsep_param_spec kParams[] = {
     {"path", HEADSEP_PARAM_STRING, nullptr, "CSV (report_id,text[,scenario]) or JSON-lines file of reports"},
     {"format", HEADSEP_PARAM_STRING, "auto", "csv, jsonl, or auto (from the extension: .jsonl/.json = jsonl)"},
     {"model", HEADSEP_PARAM_STRING, "", "model folder with vocab.txt (headsep run --model DIR passes it)"},
-    {"max_tokens", HEADSEP_PARAM_INT, "0", "tokens per report incl. [CLS]/[SEP], longer ones truncated (0 = the model's max_position_embeddings)"},
+    {"max_tokens", HEADSEP_PARAM_INT, "0", "tokens per report incl. [CLS]/[SEP], longer ones truncated (0 = the model folder's truncation length, docs/MODEL.md)"},
     {"lexicon", HEADSEP_PARAM_STRING, "", "CSV word,AXIS1,... giving each word's context-axis values (empty = the built-in ops lexicon)"},
     {"names", HEADSEP_PARAM_BOOL, "false", "emit token names (the WordPiece tokens)"},
 };

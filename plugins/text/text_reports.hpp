@@ -20,7 +20,7 @@
 
 #include "headsep/error.hpp"
 #include "headsep/plugin_sdk.hpp"
-#include "headsep/wordpiece.hpp"
+#include "headsep/model_tokenizer.hpp"
 
 namespace headsep_text {
 
@@ -109,27 +109,13 @@ inline std::vector<std::string> split_commas(std::string_view line) {
 
 class Tokenizer {
  public:
-  /// model_dir/vocab.txt; max_tokens 0 = the model's max_position_embeddings (config.json) or 512.
+  /// The model folder's tokenizer (headsep/model_tokenizer.hpp: vocab.txt checked against the
+  /// model, truncation at the folder's length); max_tokens 0 = that length.
   Tokenizer(const std::string& model_dir, std::int64_t max_tokens, const std::string& lexicon_file) {
     if (model_dir.empty())
       throw PluginError("parameter 'model' is empty: give the model folder holding vocab.txt (headsep run --model DIR passes it)");
-    const std::filesystem::path dir(model_dir);
-    std::uint32_t max_len = 512;
-    if (max_tokens > 0) {
-      max_len = static_cast<std::uint32_t>(std::min<std::int64_t>(max_tokens, 1 << 20));
-    } else if (std::filesystem::exists(dir / "config.json")) {
-      try {
-        const auto j = nlohmann::json::parse(read_text_file(dir / "config.json", "the model's config"));
-        if (j.contains("max_position_embeddings") && j["max_position_embeddings"].is_number_integer())
-          max_len = static_cast<std::uint32_t>(std::clamp<std::int64_t>(j["max_position_embeddings"].get<std::int64_t>(), 2, 1 << 20));
-      } catch (const nlohmann::json::exception& e) {
-        throw PluginError((dir / "config.json").string() + ": not valid JSON (" + e.what() + ")");
-      }
-    }
-    if (max_tokens < 0 || max_len < 2) throw PluginError("parameter 'max_tokens' must be 0 (the model's) or >= 2");
     try {
-      wp_ = std::make_unique<headsep::WordPiece>(
-          headsep::WordPiece::from_file(dir / "vocab.txt", {.lowercase = true, .max_chars = 100, .max_length = max_len}));
+      mt_ = std::make_unique<headsep::ModelTokenizer>(headsep::ModelTokenizer::load(model_dir, max_tokens));
     } catch (const headsep::Error& e) {
       throw PluginError(e.what());
     }
@@ -137,16 +123,16 @@ class Tokenizer {
   }
 
   const std::vector<std::string>& axes() const noexcept { return axes_; }
-  /// Features: token_id, then the lexicon's axes.
+  /// Features: token_id, text_status, then the lexicon's axes.
   std::vector<std::string> features() const {
-    std::vector<std::string> f{"token_id"};
+    std::vector<std::string> f{"token_id", "text_status"};
     f.insert(f.end(), axes_.begin(), axes_.end());
     return f;
   }
-  const headsep::WordPiece& wordpiece() const noexcept { return *wp_; }
+  const headsep::WordPiece& wordpiece() const noexcept { return mt_->wordpiece; }
 
   /// Tokenizes; throws headsep::Error on invalid UTF-8 (the caller adds file and line).
-  void encode(std::string_view text, headsep::Encoding& e) const { wp_->encode(text, e); }
+  void encode(std::string_view text, headsep::Encoding& e) const { mt_->wordpiece.encode(text, e); }
 
   /// Axis values of the word token i came from (nullptr: not in the lexicon / special token).
   const double* values(const headsep::Encoding& e, std::size_t i) const {
@@ -177,13 +163,14 @@ class Tokenizer {
           throw PluginError(where + "the lexicon's header must be 'word,AXIS1,AXIS2,...'");
         axes_.assign(f.begin() + 1, f.end());
         for (const auto& a : axes_)
-          if (a.empty() || a == "token_id") throw PluginError(where + "axis names must be non-empty and not 'token_id'");
+          if (a.empty() || a == "token_id" || a == "text_status")
+            throw PluginError(where + "axis names must be non-empty and not 'token_id' or 'text_status'");
         continue;
       }
       if (f.size() != axes_.size() + 1)
         throw PluginError(where + std::to_string(f.size()) + " fields, expected " + std::to_string(axes_.size() + 1));
       try {
-        wp_->encode(f[0], e);
+        encode(f[0], e);
       } catch (const headsep::Error& err) {
         throw PluginError(where + "word: " + err.what());
       }
@@ -206,15 +193,19 @@ class Tokenizer {
     if (axes_.empty()) throw PluginError(name + ": the lexicon is empty (expected a header 'word,AXIS1,...')");
   }
 
-  std::unique_ptr<headsep::WordPiece> wp_;
+  std::unique_ptr<headsep::ModelTokenizer> mt_;
   std::vector<std::string> axes_;
   std::map<std::string, std::vector<double>> lexicon_;
 };
 
 /// One chunk's tokenized reports, written out once every report is known (offsets come first).
+/// Feature text_status, on every token of a report: 0, kTruncated (the text was cut at the
+/// truncation length) or kEmpty (no token but [CLS] [SEP]: empty or whitespace-only text).
 struct ChunkBuilder {
+  static constexpr double kTruncated = 1, kEmpty = 2;
   std::vector<std::uint64_t> offsets{0};
   std::vector<std::uint32_t> ids;
+  std::vector<double> status;             // text_status per token
   std::vector<std::vector<double>> axis;  // [axis][token]
   std::vector<std::string> tokens;        // names (when asked)
   headsep::Encoding enc;
@@ -222,13 +213,16 @@ struct ChunkBuilder {
   void reset(std::size_t axes) {
     offsets.assign(1, 0);
     ids.clear();
+    status.clear();
     axis.assign(axes, {});
     tokens.clear();
   }
   /// Appends the encoding just made in `enc`.
   void add(const Tokenizer& tk, bool names) {
+    const double st = enc.truncated ? kTruncated : enc.ids.size() <= 2 ? kEmpty : 0.0;  // (max_tokens=2: truncated)
     for (std::size_t i = 0; i < enc.ids.size(); ++i) {
       ids.push_back(enc.ids[i]);
+      status.push_back(st);
       const double* v = tk.values(enc, i);
       for (std::size_t a = 0; a < axis.size(); ++a) axis[a].push_back(v ? v[a] : 0.0);
       if (names) tokens.push_back(tk.wordpiece().token(enc.ids[i]));
@@ -242,8 +236,10 @@ struct ChunkBuilder {
     std::copy(offsets.begin(), offsets.end(), off.begin());
     auto id = out.feature(0, t);
     for (std::size_t i = 0; i < t; ++i) id[i] = ids[i];
+    auto st = out.feature(1, t);
+    std::copy(status.begin(), status.end(), st.begin());
     for (std::size_t a = 0; a < axis.size(); ++a) {
-      auto col = out.feature(static_cast<std::uint32_t>(a + 1), t);
+      auto col = out.feature(static_cast<std::uint32_t>(a + 2), t);
       std::copy(axis[a].begin(), axis[a].end(), col.begin());
     }
     for (const auto& s : tokens) out.token_name(s);

@@ -56,6 +56,15 @@ struct PluginsArgs {
 CLI::App* add_plugins(CLI::App& app, PluginsArgs& p);
 int plugins_cmd(const PluginsArgs& p);
 
+// headsep tokenize (tokenize_cmd.cpp): texts to ids and tokens with a model folder's tokenizer.
+struct TokenizeArgs {
+  std::string model, input, output, format = "auto";
+  std::vector<std::string> texts;
+  long long max_tokens = 0;
+};
+CLI::App* add_tokenize(CLI::App& app, TokenizeArgs& t);
+int tokenize_cmd(const TokenizeArgs& t);
+
 // headsep info (info_cmd.cpp): build and CPU capabilities.
 CLI::App* add_info(CLI::App& app);
 int info_cmd();

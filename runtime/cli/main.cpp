@@ -49,8 +49,9 @@ struct Commands {
   ScalingArgs scaling_args;
   SweepArgs sweep_args;
   PluginsArgs plugins_args;
+  TokenizeArgs tokenize_args;
   std::string temporaries = "unnamed";  // --temporaries: set_output_temporaries (headsep/output.hpp)
-  CLI::App *example, *run, *scaling, *sweep, *plugins, *info;
+  CLI::App *example, *run, *scaling, *sweep, *plugins, *tokenize, *info;
 
   explicit Commands(CLI::App& app)
       : example(add_example(app, example_args)),
@@ -58,6 +59,7 @@ struct Commands {
         scaling(add_scaling(app, scaling_args)),
         sweep(add_sweep(app, sweep_args)),
         plugins(add_plugins(app, plugins_args)),
+        tokenize(add_tokenize(app, tokenize_args)),
         info(add_info(app)) {
     // Last on their commands' --help, as options added once every command exists.
     run->add_flag("--slot-by-slot", run_args.slot_by_slot,
@@ -77,6 +79,7 @@ struct Commands {
     if (*run) return run_cmd(run_args);
     if (*scaling) return lead ? scaling_cmd(scaling_args) : 0;
     if (*plugins) return lead ? plugins_cmd(plugins_args) : 0;
+    if (*tokenize) return lead ? tokenize_cmd(tokenize_args) : 0;
     if (*info) return lead ? info_cmd() : 0;
     return 0;
   }

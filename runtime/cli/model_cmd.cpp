@@ -16,6 +16,7 @@
 #include "headsep/error.hpp"
 #include "headsep/model_run.hpp"
 #include "headsep/output.hpp"
+#include "headsep/model_tokenizer.hpp"
 
 namespace headsep::cli {
 
@@ -50,6 +51,15 @@ ModelJob open_model_job(const RunArgs& a, bool report) {
   if (declares(sp, "names") && !given(params, sp, "names")) params.push_back(sp.name + ".names=true");
   const PluginInfo none = no_weighting();
   auto [sparams, wparams] = split_params(params, sp, none);
+  if (declares(sp, "max_tokens")) {  // the generator's truncation (docs/MODEL.md): refused by name before it opens
+    const PluginParams resolved = resolve_params(sp, sparams);
+    std::int64_t max_tokens = 0;
+    for (const auto& [k, v] : resolved)
+      if (k == "max_tokens") max_tokens = std::stoll(v);
+    // The folder's tokenizer checked here (vocab.txt against the model) so its errors name the file, not the plugin.
+    const TruncationLength t = ModelTokenizer::load(a.model, max_tokens).truncation;
+    job.options.max_tokens = t.tokens, job.options.max_tokens_from = t.source;
+  }
   job.source = open_scenario_plugin(registry, a.scenario, sparams);
   job.axes.emplace(AxisMap::bind(specs, job.source->schema().feature_names));
   ModelRunOptions& mo = job.options;
@@ -60,6 +70,20 @@ ModelJob open_model_job(const RunArgs& a, bool report) {
   mo.map_tokens = report::Limits{}.map_tokens;
   mo.top_reports = a.top;  // the summary's top list (and the report's maps), as for the engine's runs
   return job;
+}
+
+/// One line each on stderr (after the outputs): how many reports were cut at the truncation
+/// length, how many had no token ([CLS] [SEP] only); the summary counts them per scenario.
+void report_text_status(const ModelSummary& sum) {
+  std::uint64_t reports = 0, truncated = 0, empty = 0;
+  for (const auto& sc : sum.scenarios) reports += sc.reports, truncated += sc.truncated_reports, empty += sc.empty_reports;
+  if (truncated)
+    std::fprintf(stderr, "headsep: note: %llu of %llu reports truncated at %u tokens (%s; -p max_tokens=N to change)\n",
+                 static_cast<unsigned long long>(truncated), static_cast<unsigned long long>(reports), sum.max_tokens,
+                 sum.max_tokens_from == "max_tokens" ? "-p max_tokens" : sum.max_tokens_from.c_str());
+  if (empty)
+    std::fprintf(stderr, "headsep: note: %llu of %llu reports have an empty or whitespace-only text: measured as [CLS] [SEP] (docs/MODEL.md)\n",
+                 static_cast<unsigned long long>(empty), static_cast<unsigned long long>(reports));
 }
 
 }  // namespace
@@ -210,6 +234,7 @@ int model_cmd(const RunArgs& a) {
   outputs.commit();
   if (!a.quiet) print_model_table(sum);
   if (a.profile) std::fprintf(stderr, "%s", prof.profiler->table().c_str());
+  report_text_status(sum);
   return 0;
 }
 

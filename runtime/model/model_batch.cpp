@@ -4,17 +4,29 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 #include "headsep/error.hpp"
 
 namespace headsep {
+namespace {
+std::string number(double v) {  // as the user wrote it: 40000, not 40000.000000
+  if (v == std::floor(v) && std::abs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  std::ostringstream o;
+  o << std::setprecision(17) << v;
+  return o.str();
+}
+}  // namespace
 
-ModelBatch::ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col)
+ModelBatch::ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col,
+                       std::size_t status_col)
     : model_(model),
       axes_(axes),
       opt_(opt),
       cfg_(model.config()),
       id_col_(id_col),
+      status_col_(status_col),
       L(cfg_.layers),
       H(cfg_.heads),
       H1(H + 1),
@@ -40,7 +52,9 @@ void ModelBatch::measure(const ReportBatch& b, BatchScratch& s, BatchResult& res
   timer.to(prof::kHeads);
   separations(res.metrics);
   res.token_ids = s.ids;
+  report_status(b, res);
   head_sums(b, res.metrics, s, sums);
+  text_status(b, res, sums);
   top_reports(b, s, sums, timer);
   dumps(b, s, res, timer);
 }
@@ -56,7 +70,33 @@ void ModelBatch::sums_of(const ReportBatch& b, const BatchResult& res, BatchScra
         m.head_stats.size() != H1 * kHeadStats * m.n || m.pair_stats.size() != P * kPairStats * m.n)
       throw Error("a model chunk arrived with metric rows of another model or axes: all ranks must run the same command");
   head_sums(b, res.metrics, s, sums);
+  text_status(b, res, sums);
   top_reports(b, s, sums, timer);
+}
+
+/// Each report's text_status (the text generators' column, read at a report's first token: 0, 1
+/// truncated, 2 empty) into res.report_status, which travels with the chunk under MPI.
+void ModelBatch::report_status(const ReportBatch& b, BatchResult& res) const {
+  res.report_status.clear();
+  if (status_col_ == kNone) return;
+  const double* col = b.features.at(status_col_).data();
+  res.report_status.resize(b.n_reports());
+  for (std::size_t r = 0; r < b.n_reports(); ++r) {
+    const double v = col[b.token_offset[r]];
+    if (v != 0 && v != 1 && v != 2)
+      throw Error("report '" + b.report_id(r) + "': text_status " + number(v) + " is not 0, 1 (truncated) or 2 (empty)");
+    res.report_status[r] = static_cast<std::uint8_t>(v);
+  }
+}
+
+/// Empty and truncated reports counted from res.report_status (this process's chunk or another's).
+void ModelBatch::text_status(const ReportBatch& b, const BatchResult& res, BatchSums& sums) const {
+  if (status_col_ != kNone && res.report_status.size() != b.n_reports())
+    throw Error("a model chunk arrived without its reports' text status: all ranks must run the same command");
+  for (const std::uint8_t v : res.report_status) {
+    if (v == 1) ++sums.truncated;
+    else if (v == 2) ++sums.empty;
+  }
 }
 
 /// The batch's token_id column as vocabulary ids, each checked.
@@ -69,7 +109,8 @@ void ModelBatch::token_ids(const ReportBatch& b, BatchScratch& s) const {
       const double v = col[t];
       if (!(v >= 0 && v < double(cfg_.vocab_size) && v == std::floor(v)))
         throw Error("report '" + b.report_id(r) + "': token " + std::to_string(t - b.token_offset[r] + 1) +
-                    ": token_id " + std::to_string(v) + " is not an id of the model's vocabulary");
+                    ": token_id " + number(v) + " is not an id of the model's vocabulary: vocab.txt and the embedding " +
+                    "table (config.json vocab_size) hold ids 0.." + std::to_string(cfg_.vocab_size - 1));
       s.ids[t] = static_cast<std::uint32_t>(v);
     }
 }

@@ -17,6 +17,7 @@ namespace headsep {
 /// What one batch adds to its scenario (ModelSummary::Scenario's fields, for this batch only).
 struct BatchSums {
   std::uint64_t reports = 0, tokens = 0;
+  std::uint64_t empty = 0, truncated = 0;  // reports by text_status (ModelSummary::Scenario)
   std::vector<double> head, ctx, pair, dist;
   double flops = 0;
   std::vector<QuantileSketch> entropy, separation;  // the batch's distributions (ModelSummary::Scenario)
@@ -41,8 +42,11 @@ struct BatchScratch {
 /// may run on several threads at once: it reads only these and writes only its arguments.
 class ModelBatch {
  public:
-  /// `id_col`: the batch's feature column of token ids.
-  ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col);
+  /// `id_col`: the batch's feature column of token ids; `status_col` its text_status column
+  /// (0, 1 truncated, 2 empty; the text generators'), or kNone.
+  static constexpr std::size_t kNone = ~std::size_t(0);
+  ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col,
+             std::size_t status_col = kNone);
 
   /// `res` (per layer a MetricBlock, the token ids, the dumps of ModelRunOptions::dump_reports)
   /// and `sums` from batch `b`, in this order: token ids, axes, forward, the rows' differences and
@@ -57,6 +61,8 @@ class ModelBatch {
  private:
   void token_ids(const ReportBatch& b, BatchScratch& s) const;
   void check_lengths(const ReportBatch& b) const;
+  void report_status(const ReportBatch& b, BatchResult& res) const;
+  void text_status(const ReportBatch& b, const BatchResult& res, BatchSums& sums) const;
   void prepare_outputs(const ReportBatch& b, BatchScratch& s, BatchResult& res) const;
   void separations(std::vector<MetricBlock>& metrics) const;
   void head_sums(const ReportBatch& b, const std::vector<MetricBlock>& metrics, BatchScratch& s, BatchSums& m) const;
@@ -70,7 +76,7 @@ class ModelBatch {
   const AxisMap& axes_;
   const ModelRunOptions& opt_;
   const BertConfig& cfg_;
-  const std::size_t id_col_;
+  const std::size_t id_col_, status_col_;
   const std::size_t L, H, H1, P, C;  // layers, heads, heads + baseline, head pairs, axes
   std::vector<bool> dump_layer_;     // [l]: layer l's maps go to the dumps
 };

@@ -60,6 +60,12 @@ std::size_t token_id_column(const Schema& schema) {
   return static_cast<std::size_t>(tid - schema.feature_names.begin());
 }
 
+/// The column of the feature `text_status` (the text generators': truncated / empty), or none.
+std::size_t text_status_column(const Schema& schema) {
+  const auto c = std::find(schema.feature_names.begin(), schema.feature_names.end(), "text_status");
+  return c == schema.feature_names.end() ? ModelBatch::kNone : static_cast<std::size_t>(c - schema.feature_names.begin());
+}
+
 /// One run_model call. The const members run in the parallel stage (several threads at once:
 /// they read the call's fixed state and write only their item and their thread's scratch);
 /// input() and merge() are the serial stages, one invocation at a time in batch order.
@@ -116,7 +122,7 @@ ModelPipeline::ModelPipeline(ReportSource& source, const BertModel& model, const
       model_(model),
       opt_(opt),
       schema_(source.schema()),
-      batch_(model, axes, opt, token_id_column(schema_)),
+      batch_(model, axes, opt, token_id_column(schema_), text_status_column(schema_)),
       threads_(opt.threads ? opt.threads : static_cast<unsigned>(tbb::info::default_concurrency())),
       chunk_(std::max<std::size_t>(1, opt.chunk_reports)),
       random_(source.random_access()),
@@ -131,6 +137,8 @@ ModelPipeline::ModelPipeline(ReportSource& source, const BertModel& model, const
   out_.top = opt.top;
   out_.simd = std::string(to_string(opt.simd));
   out_.threads = threads_;
+  out_.max_tokens = opt.max_tokens;
+  out_.max_tokens_from = opt.max_tokens_from;
 }
 
 ModelSummary ModelPipeline::run() {
@@ -291,6 +299,8 @@ void ModelPipeline::merge(Item& it) {
   ModelSummary::Scenario& sc = scenario(it);
   sc.reports += it.sums.reports;
   sc.tokens += it.sums.tokens;
+  sc.empty_reports += it.sums.empty;
+  sc.truncated_reports += it.sums.truncated;
   for (std::size_t i = 0; i < sc.head.size(); ++i) sc.head[i] += it.sums.head[i];
   for (std::size_t i = 0; i < sc.ctx.size(); ++i) sc.ctx[i] += it.sums.ctx[i];
   for (std::size_t i = 0; i < sc.pair.size(); ++i) sc.pair[i] += it.sums.pair[i];

@@ -80,12 +80,15 @@ std::string ModelSummary::json() const {
   j["simd"] = simd;
   j["seconds"] = seconds;
   j["gflop"] = gflop;
+  if (max_tokens) j["truncation"] = {{"max_tokens", max_tokens}, {"from", max_tokens_from}};
   for (const auto& sc : scenarios) {
     View v{*this, sc};
     nlohmann::ordered_json js;
     js["name"] = sc.name;
     js["reports"] = sc.reports;
     js["tokens"] = sc.tokens;
+    js["empty_reports"] = sc.empty_reports;
+    js["truncated_reports"] = sc.truncated_reports;
     for (std::size_t l = 0; l < layers; ++l) {
       nlohmann::ordered_json jl;
       jl["layer"] = l;

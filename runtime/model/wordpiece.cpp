@@ -1,16 +1,21 @@
 // BERT WordPiece (see wordpiece.hpp for the rules). One pass over the text: each code point is
 // cleaned, normalised and classified as it is decoded, words are cut at whitespace and
 // punctuation, and each word is split into pieces at once (no intermediate normalised string).
-// ASCII goes through a 128-entry table; other code points through utf8proc.
+// ASCII goes through a 128-entry table; other code points through the classes of Hugging Face
+// tokenizers itself (hf_unicode_tables.hpp) and utf8proc's NFD and lowercase.
 #include "headsep/wordpiece.hpp"
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 
 #include "headsep/error.hpp"
+#include "model/hf_unicode_tables.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep {
 namespace {
@@ -37,17 +42,55 @@ bool is_cjk(std::int32_t c) noexcept {  // BERT's _is_chinese_char blocks
          (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
-bool is_control_cat(int cat) noexcept {
-  return cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF || cat == UTF8PROC_CATEGORY_CS ||
-         cat == UTF8PROC_CATEGORY_CO || cat == UTF8PROC_CATEGORY_CN;
+/// tokenizers' class of a code point (hf_unicode_tables.hpp: its tables, not utf8proc's Unicode):
+/// one load for the Basic Multilingual Plane (a 64 KiB table expanded once from the runs), a
+/// binary search over the runs beyond it.
+hf::CharClass class_by_runs(std::uint32_t c) noexcept {
+  const auto* it = std::upper_bound(std::begin(hf::kClassRuns), std::end(hf::kClassRuns), c,
+                                    [](std::uint32_t v, const hf::ClassRun& r) { return v < r.first; });
+  return (it - 1)->cls;  // kClassRuns[0].first == 0
 }
-bool is_space_cat(int cat) noexcept {  // White_Space beyond ASCII: Zs, Zl, Zp (U+0085 is Cc: dropped first)
-  return cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+struct BmpClasses {
+  std::array<hf::CharClass, 0x10000> cls;
+  BmpClasses() noexcept {
+    for (std::uint32_t c = 0; c < 0x10000; ++c) cls[c] = class_by_runs(c);
+  }
+};
+const BmpClasses kBmp;  // (static init: 64 K binary searches, well under a millisecond)
+hf::CharClass char_class(std::int32_t c) noexcept {
+  return c < 0x10000 ? kBmp.cls[static_cast<std::uint32_t>(c)] : class_by_runs(static_cast<std::uint32_t>(c));
 }
-bool is_punct(std::int32_t c) noexcept {
-  if (c < 128) return kAscii[c] == kPunct;
-  const int cat = utf8proc_category(c);
-  return cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO;
+bool is_punct(std::int32_t c) noexcept { return c < 128 ? kAscii[c] == kPunct : char_class(c) == hf::kPunct; }
+
+/// tokenizers' result where it differs from utf8proc's (hf::kNfd, hf::kLower), else null.
+const hf::Mapping* mapped(const hf::Mapping* first, const hf::Mapping* last, std::int32_t c) noexcept {
+  const auto* it = std::lower_bound(first, last, c, [](const hf::Mapping& m, std::int32_t v) { return m.cp < v; });
+  return it != last && it->cp == c ? it : nullptr;
+}
+
+/// NFD of one code point into d (at most 4), as tokenizers decomposes it; returns the count.
+std::int32_t decompose(std::int32_t cp, std::int32_t (&d)[8]) noexcept {
+  if (const auto* m = mapped(std::begin(hf::kNfd), std::end(hf::kNfd), cp)) {
+    std::int32_t n = 0;
+    while (n < 3 && m->to[n]) d[n] = m->to[n], ++n;
+    return n;
+  }
+  int boundclass = UTF8PROC_BOUNDCLASS_START;
+  const auto n = static_cast<std::int32_t>(
+      utf8proc_decompose_char(cp, d, 8, static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE), &boundclass));
+  if (n < 0 || n > 8) return d[0] = cp, 1;  // (cannot happen for a valid code point: at most 4 for NFD)
+  return n;
+}
+
+/// Lowercase of one code point into l (1..3 code points), as tokenizers lowercases it.
+std::int32_t lowercase(std::int32_t c, std::int32_t (&l)[3]) noexcept {
+  if (const auto* m = mapped(std::begin(hf::kLower), std::end(hf::kLower), c)) {
+    std::int32_t n = 0;
+    while (n < 3 && m->to[n]) l[n] = m->to[n], ++n;
+    return n;
+  }
+  l[0] = utf8proc_tolower(c);
+  return 1;
 }
 
 void put_utf8(std::string& s, std::int32_t c) {
@@ -96,6 +139,18 @@ std::uint64_t hash_key(const char* s, std::size_t n, bool continuation) noexcept
   return h ^ (h >> 29);
 }
 
+/// A vocabulary entry as a message shows it: Python's repr (escaped), at most 60 bytes of it.
+std::string shown(std::string_view t) {
+  std::size_t n = std::min<std::size_t>(t.size(), 60);
+  while (n < t.size() && n > 0 && (static_cast<unsigned char>(t[n]) & 0xC0) == 0x80) --n;
+  std::string s;
+  append_py_str(s, t.substr(0, n));
+  if (n < t.size()) s += "...";
+  return s;
+}
+
+constexpr const char* kBertSpecials[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+
 }  // namespace
 
 WordPiece WordPiece::from_file(const std::filesystem::path& vocab, WordPieceOptions options) {
@@ -113,14 +168,18 @@ WordPiece WordPiece::from_bytes(std::string_view bytes, const std::string& name,
   if (options.max_chars == 0) throw Error(name + ": max_chars must be >= 1");
   WordPiece wp;
   wp.options_ = options;
-  // Lines as HF reads them: split at '\n', trailing whitespace trimmed; a repeated token keeps
-  // its last id (HF inserts each line into a map in order).
+  // Lines as HF reads them: split at '\n', trailing whitespace trimmed. HF would let a repeated
+  // token keep its last id, leaving an id no text can reach: a vocabulary that does not match
+  // its model (issue 23), so refused here, as a line that is not UTF-8 is.
   std::size_t pos = 0;
   while (pos < bytes.size()) {
     std::size_t end = bytes.find('\n', pos);
     if (end == std::string_view::npos) end = bytes.size();
     std::string_view line = bytes.substr(pos, end - pos);
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    if (const auto bad = find_invalid_utf8(line))
+      throw Error(name + ":" + std::to_string(wp.tokens_.size() + 1) + ": not valid UTF-8 (byte " +
+                  std::to_string(*bad + 1) + " of the line)");
     wp.tokens_.emplace_back(line);
     pos = end + 1;
   }
@@ -143,11 +202,37 @@ WordPiece WordPiece::from_bytes(std::string_view bytes, const std::string& name,
   wp.cls_ = special("[CLS]");
   wp.sep_ = special("[SEP]");
   wp.unk_ = special("[UNK]");
+  std::vector<std::string> specials;  // BertTokenizer's own, where the vocabulary has them
+  for (const char* t : kBertSpecials)
+    if (wp.find(t) >= 0) specials.emplace_back(t);
+  wp.set_special_tokens(specials, name);
   return wp;
 }
 
+void WordPiece::set_special_tokens(const std::vector<std::string>& tokens, const std::string& name) {
+  specials_.clear();
+  special_first_.fill(false);
+  for (const auto& t : tokens) {
+    const std::int64_t id = t.empty() ? -1 : find(t);
+    if (id < 0) throw Error(name + ": the special token " + shown(t) + " is not an entry of the vocabulary");
+    specials_.push_back({t, static_cast<std::uint32_t>(id)});
+    special_first_[static_cast<unsigned char>(t[0])] = true;
+  }
+  std::stable_sort(specials_.begin(), specials_.end(),
+                   [](const Special& a, const Special& b) { return a.text.size() > b.text.size(); });
+  special_names_ = tokens;
+}
+
+int WordPiece::match_special(const unsigned char* s, std::size_t n) const noexcept {
+  for (std::size_t k = 0; k < specials_.size(); ++k) {
+    const std::string& t = specials_[k].text;
+    if (t.size() <= n && std::char_traits<char>::compare(reinterpret_cast<const char*>(s), t.data(), t.size()) == 0)
+      return static_cast<int>(k);
+  }
+  return -1;
+}
+
 void WordPiece::insert(std::string_view key, bool continuation, std::uint32_t id, const std::string& name) {
-  (void)name;
   const std::uint64_t h = hash_key(key.data(), key.size(), continuation);
   for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
     Slot& s = table_[i];
@@ -163,8 +248,8 @@ void WordPiece::insert(std::string_view key, bool continuation, std::uint32_t id
     }
     if (s.hash == h && s.length == key.size() && pool_[s.offset + s.length] == (continuation ? '\1' : '\0') &&
         pool_.compare(s.offset, s.length, key) == 0) {
-      s.id = static_cast<std::int32_t>(id);  // a repeated token: the last line wins, as in HF
-      return;
+      throw Error(name + ":" + std::to_string(id + 1) + ": the token " + shown(tokens_[id]) + " repeats line " +
+                  std::to_string(s.id + 1) + " (each line of vocab.txt is one id: a repeated or extra line shifts the ids)");
     }
   }
 }
@@ -238,6 +323,7 @@ void WordPiece::encode(std::string_view text, Encoding& out) const {
   std::string word;
   std::uint32_t chars = 0;
   const bool lower = options_.lowercase;
+  const bool strip = options_.strip_accents < 0 ? lower : options_.strip_accents > 0;
   auto flush = [&] {
     if (chars == 0) return;
     const auto wi = static_cast<std::uint32_t>(out.words.size());
@@ -256,11 +342,21 @@ void WordPiece::encode(std::string_view text, Encoding& out) const {
   const std::size_t n = text.size();
   std::int32_t dec[8];
   for (std::size_t i = 0; i < n;) {
-    if (out.ids.size() >= options_.max_length - 1) {  // full: the rest cannot add a piece
-      for (std::size_t j = i; j < n && !out.truncated; ++j) out.truncated = s[j] >= 0x80 || kAscii[s[j]] >= kPunct;
-      break;
-    }
     const unsigned c = s[i];
+    if (special_first_[c]) {
+      if (const int k = match_special(s + i, n - i); k >= 0) {  // kept whole: a word of its own
+        flush();
+        if (out.ids.size() >= options_.max_length - 1) {
+          out.truncated = true;
+        } else {
+          out.ids.push_back(specials_[k].id);
+          out.word.push_back(static_cast<std::uint32_t>(out.words.size()));
+          out.words.push_back(specials_[k].text);
+        }
+        i += specials_[k].text.size();
+        continue;
+      }
+    }
     if (c < 0x80) {
       ++i;
       switch (kAscii[c]) {
@@ -276,10 +372,9 @@ void WordPiece::encode(std::string_view text, Encoding& out) const {
     const std::size_t at = i;
     const std::int32_t cp = decode(s, n, i);
     if (cp < 0) throw Error("invalid UTF-8 at byte " + std::to_string(at + 1));
-    if (cp == 0xFFFD) continue;
-    const int cat = utf8proc_category(cp);
-    if (is_control_cat(cat)) continue;
-    if (is_space_cat(cat)) {
+    const hf::CharClass cc = char_class(cp);  // U+FFFD and U+0000 included in kDrop
+    if (cc == hf::kDrop) continue;
+    if (cc == hf::kSpace) {
       flush();
       continue;
     }
@@ -287,23 +382,18 @@ void WordPiece::encode(std::string_view text, Encoding& out) const {
     if (cjk) flush();
     std::int32_t nd = 1;
     dec[0] = cp;
-    if (lower) {
-      int boundclass = UTF8PROC_BOUNDCLASS_START;
-      nd = static_cast<std::int32_t>(
-          utf8proc_decompose_char(cp, dec, 8, static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE), &boundclass));
-      if (nd < 0 || nd > 8) dec[0] = cp, nd = 1;  // (cannot happen for a valid code point: at most 4 for NFD)
-    }
+    if (strip) nd = decompose(cp, dec);
     for (std::int32_t k = 0; k < nd; ++k) {
-      std::int32_t d = dec[k];
-      if (lower) {
-        if (utf8proc_category(d) == UTF8PROC_CATEGORY_MN) continue;
-        d = utf8proc_tolower(d);
-      }
-      if (!cjk && is_punct(d)) {
-        single(d);
-      } else {
-        put_utf8(word, d);
-        ++chars;
+      if (strip && char_class(dec[k]) == hf::kMark) continue;
+      std::int32_t low[3] = {dec[k], 0, 0}, nl = 1;
+      if (lower) nl = lowercase(dec[k], low);
+      for (std::int32_t j = 0; j < nl; ++j) {
+        if (!cjk && is_punct(low[j])) {
+          single(low[j]);
+        } else {
+          put_utf8(word, low[j]);
+          ++chars;
+        }
       }
     }
     if (cjk) flush();

@@ -321,15 +321,19 @@ random.seed(3)
 w = 'stop the pump pressure hold rose valve seal leak when stable replaced night crew decision return'.split()
 print('report_id,scenario,text')
 for i in range(23):
-    print(f'x{i},{\"ab\"[i % 7 < 3]},' + ' '.join(random.choice(w) for _ in range(random.randint(1, 30))))
+    t = ' '.join(random.choice(w) for _ in range(random.randint(1, 30)))
+    print(f'x{i},{\"ab\"[i % 7 < 3]},' + {5: '', 14: '\"   \"'}.get(i, t))
 " > "$dir/t.csv" || { fail "texts"; return; }
   local ops=(run -q -s ops-text -p reports=30 --model "$m" --chunk 4 --threads 1 --attention-reports index:2,17,29 --attention-layers 1,3)
-  local txt=(run -q -s text -p "path=$dir/t.csv" --model "$m" --chunk 3 --threads 1 --attention-reports id:x4,x20)
+  # Two empty texts and texts past 16 tokens: their counts travel with the chunks (report_status).
+  local txt=(run -q -s text -p "path=$dir/t.csv" -p max_tokens=16 --model "$m" --chunk 3 --threads 1 --attention-reports id:x4,x20)
   local k job
   for job in ops txt; do
     local -n cmd=$job
     "$H" "${cmd[@]}" --summary "$dir/$job-1.json" --per-report "$dir/$job-1.csv" --attention "$dir/$job-1.maps" || fail "$job: one process"
     grep -v '"seconds"' "$dir/$job-1.json" > "$dir/$job-1.s"
+    [ $job = ops ] || { grep -q '"empty_reports": *[1-9]' "$dir/$job-1.json" && grep -q '"truncated_reports": *[1-9]' "$dir/$job-1.json"; } ||
+      fail "model $job: the summary counts no empty or truncated reports"
     for k in 2 3; do
       mpi -np $k "$H" "${cmd[@]}" --summary "$dir/$job-$k.json" --per-report "$dir/$job-$k.csv" --attention "$dir/$job-$k.maps" ||
         fail "$job: -np $k"

@@ -150,7 +150,7 @@ TEST_CASE("model --profile: a sequential text source's serial input stage, named
   CHECK(input);
   // A failed run writes neither the summary nor the trace.
   const std::string bad = tmp.file("bad.csv");
-  testutil::write_file(bad, "report_id,text\na,fine text\nb,\"  \"\n");
+  testutil::write_file(bad, "report_id,text\na,fine text\nb,bad \xff byte\n");  // (an empty text is a report)
   auto fail = run_cli("run -q -s text -p path=" + shell_quote(bad) + model_arg() + " --profile --summary " +
                       shell_quote(tmp.file("c.json")) + " --trace " + shell_quote(tmp.file("u.json")));
   CHECK(fail.status == 1);

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -102,8 +103,6 @@ TEST_CASE("text and model errors name the file and line, exit 1, nothing written
   const std::string bad = tmp.file("bad.csv");
   testutil::write_file(bad, "report_id,text\na,fine text\nb,bad \xff byte\n");
   expect_error("-s text -p path=" + shell_quote(bad) + model_arg(), bad + ":3: report 'b': text is not valid UTF-8");
-  testutil::write_file(bad, "report_id,text\na,fine text\nb,\"  \"\n");
-  expect_error("-s text -p path=" + shell_quote(bad) + model_arg(), bad + ":3: report 'b' is empty");
   testutil::write_file(bad, "id,text\na,x\n");
   expect_error("-s text -p path=" + shell_quote(bad) + model_arg(), bad + ":1: the header needs the columns report_id and text");
   testutil::write_file(bad, "report_id,text\na,\"never closed\n");
@@ -125,6 +124,62 @@ TEST_CASE("text and model errors name the file and line, exit 1, nothing written
   r = run_cli("run -s ops-reports" + model_arg() + " --axes d=decision_axis --summary " + s);
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Catch::Contains("no 'token_id' feature"));
+  CHECK_FALSE(std::filesystem::exists(s));
+}
+
+TEST_CASE("empty and whitespace-only texts in the middle of a batch: [CLS] [SEP] reports, counted, none lost", "[model][cli]") {
+  testutil::TempDir tmp;
+  const std::string with = tmp.file("with.csv"), without = tmp.file("without.csv");
+  const std::string a = "a,Stop decision: pressure anomaly on pump P-3.\n", e = "e,Return when the seal is replaced.\n";
+  // b: empty, c: spaces and a tab, d: an ideographic space and a zero-width space (both dropped
+  // or spaces to the normalizer), as Hugging Face gives [CLS] [SEP] for each.
+  testutil::write_file(with, "report_id,text\n" + a + "b,\"\"\nc,\"  \t \"\nd,\"\u3000\u200b\"\n" + e);
+  testutil::write_file(without, "report_id,text\n" + a + e);
+  auto run = [&](const std::string& csv, const std::string& args, const std::string& out) {
+    auto r = run_cli("run -q -s text -p path=" + shell_quote(csv) + model_arg() + " --top 5 " + args + " --summary " + out);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return std::make_pair(json::parse(testutil::read_file(out)), r.err);
+  };
+  const auto [j, err] = run(with, "--chunk 5 --threads 1", tmp.file("s1.json"));
+  const json& sc = j["scenarios"][0];
+  CHECK(sc["reports"] == 5);
+  CHECK(sc["empty_reports"] == 3);
+  CHECK(sc["truncated_reports"] == 0);
+  CHECK_THAT(err, Catch::Contains("headsep: note: 3 of 5 reports have an empty or whitespace-only text"));
+  const auto [k, err2] = run(without, "--chunk 5", tmp.file("s2.json"));
+  CHECK(sc["tokens"] == k["scenarios"][0]["tokens"].get<std::uint64_t>() + 3 * 2);
+  CHECK(err2.empty());
+  // Every report is listed in the top; the empty ones have no context on any axis, so separation 0.
+  std::map<std::string, double> top;
+  for (const auto& t : sc["top"]) top[t["report_id"]] = t["separation"];
+  REQUIRE(top.size() == 5);
+  CHECK(top["b"] == 0.0);
+  CHECK(top["c"] == 0.0);
+  CHECK(top["d"] == 0.0);
+  std::map<std::string, double> top2;
+  for (const auto& t : k["scenarios"][0]["top"]) top2[t["report_id"]] = t["separation"];
+  CHECK(top["a"] == top2["a"]);  // the other reports' own numbers do not change
+  CHECK(top["e"] == top2["e"]);
+  // A batch of empty reports alone (chunk 1), any thread count: the same summary.
+  const auto [l, err3] = run(with, "--chunk 1 --threads 2", tmp.file("s3.json"));
+  CHECK(l["scenarios"][0]["empty_reports"] == 3);
+  CHECK(l["scenarios"][0]["top"] == sc["top"]);
+  for (std::size_t h = 0; h < 12; ++h) {
+    const double x = sc["layers"][5]["heads"][h]["entropy"], y = l["scenarios"][0]["layers"][5]["heads"][h]["entropy"];
+    CHECK(std::abs(x - y) <= 1e-12 * std::max(1.0, std::abs(x)));
+  }
+}
+
+TEST_CASE("a token id past the embedding table names vocab.txt", "[model][cli]") {
+  testutil::TempDir tmp;
+  const std::string csv = tmp.file("ids.csv"), s = tmp.file("s.json");
+  testutil::write_file(csv, "report_id,scenario,token,token_id,decision_axis\nr1,x,a,101,0.1\nr1,x,b,40000,0.2\nr1,x,c,102,0\n");
+  auto r = run_cli("run -q -s csv -p path=" + shell_quote(csv) + " -p features=token_id,decision_axis -p weights=false" +
+                   model_arg() + " --axes d=decision_axis --summary " + s);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::Contains("report 'r1': token 2: token_id 40000 is not an id of the model's vocabulary: vocab.txt") &&
+                        Catch::Contains("0..30521"));
   CHECK_FALSE(std::filesystem::exists(s));
 }
 

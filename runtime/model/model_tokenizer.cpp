@@ -1,0 +1,218 @@
+// ModelTokenizer (headsep/model_tokenizer.hpp): a model folder's tokenizer files read and checked
+// against each other and the model, so a vocab.txt that does not match its model is refused at
+// load instead of shifting ids, and truncation is the length the folder's tokenizer says.
+#include "headsep/model_tokenizer.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "headsep/bert.hpp"
+#include "headsep/error.hpp"
+
+namespace headsep {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+std::optional<std::string> read_optional(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return std::nullopt;
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw Error(p.string() + ": cannot open");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(p.string() + ": cannot read");
+  return ss.str();
+}
+
+json parse_object(const std::string& text, const fs::path& p) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(p.string() + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw Error(p.string() + ": expected a JSON object");
+  return j;
+}
+
+/// The folder's files, parsed once.
+struct Files {
+  fs::path dir;
+  BertConfig config;
+  std::optional<json> tokenizer, tokenizer_config;  // tokenizer.json, tokenizer_config.json
+  std::string name(const char* file) const { return (dir / file).string(); }
+
+  explicit Files(const fs::path& d) : dir(d) {
+    const auto cfg = read_optional(dir / "config.json");
+    if (!cfg) throw Error(name("config.json") + ": cannot open (a model folder holds config.json and vocab.txt)");
+    config = BertConfig::parse(*cfg, name("config.json"));
+    if (auto t = read_optional(dir / "tokenizer.json")) tokenizer = parse_object(*t, dir / "tokenizer.json");
+    if (auto t = read_optional(dir / "tokenizer_config.json"))
+      tokenizer_config = parse_object(*t, dir / "tokenizer_config.json");
+  }
+};
+
+/// A positive integer field's value, or nullopt when absent/null; Error when anything else.
+std::optional<std::uint64_t> positive(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  const json& v = j[key];
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > 0) return v.get<std::uint64_t>();
+  if (v.is_number_float() && v.get<double>() >= 1e18) return std::uint64_t(-1);  // HF's int(1e30) as a float
+  throw Error(where + ": '" + key + "' must be a positive integer, got " + v.dump());
+}
+
+TruncationLength resolve_truncation(const Files& f, std::int64_t max_tokens) {
+  const std::uint32_t P = f.config.max_positions;
+  const std::string positions = "the model's max_position_embeddings (" + std::to_string(P) + ", " + f.name("config.json") + ")";
+  if (max_tokens != 0) {
+    if (max_tokens < 2 || max_tokens > std::int64_t(P))
+      throw UsageError("parameter 'max_tokens' must be 0 (the model folder's truncation length) or 2.." + std::to_string(P) +
+                       " (" + positions + "), got " + std::to_string(max_tokens));
+    return {static_cast<std::uint32_t>(max_tokens), "max_tokens"};
+  }
+  TruncationLength t;
+  std::string where;
+  if (f.tokenizer && f.tokenizer->contains("truncation") && (*f.tokenizer)["truncation"].is_object()) {
+    where = f.name("tokenizer.json") + " truncation";
+    if (auto n = positive((*f.tokenizer)["truncation"], "max_length", where)) t = {std::uint32_t(std::min<std::uint64_t>(*n, 1u << 30)), "tokenizer.json truncation.max_length"};
+  }
+  if (!t.tokens && f.tokenizer_config) {
+    where = f.name("tokenizer_config.json");
+    if (auto n = positive(*f.tokenizer_config, "model_max_length", where); n && *n < 1000000000000000000ull)
+      t = {std::uint32_t(std::min<std::uint64_t>(*n, 1u << 30)), "tokenizer_config.json model_max_length"};
+  }
+  if (!t.tokens) return {P, "config.json max_position_embeddings"};
+  if (t.tokens < 2 || t.tokens > P)
+    throw Error(where + ": a truncation length of " + std::to_string(t.tokens) + " tokens is outside 2.." +
+                std::to_string(P) + " (" + positions + ")");
+  return t;
+}
+
+std::string str_or(const json& j, const char* key, const std::string& def) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : def;
+}
+
+/// tokenizer.json's pieces, each the BERT one or a named refusal; the options it sets.
+void check_pipeline(const json& t, const std::string& file, WordPieceOptions& o) {
+  auto refuse = [&](const std::string& what) {
+    throw Error(file + ": " + what + " (headsep tokenizes as BERT's WordPiece: BertNormalizer, BertPreTokenizer, "
+                "WordPiece, [CLS] A [SEP])");
+  };
+  const json& n = t.value("normalizer", json());
+  if (!n.is_object() || str_or(n, "type", "") != "BertNormalizer") refuse("normalizer " + n.dump().substr(0, 80) + " is not supported");
+  if (!n.value("clean_text", true) || !n.value("handle_chinese_chars", true))
+    refuse("BertNormalizer with clean_text or handle_chinese_chars false is not supported");
+  o.lowercase = n.value("lowercase", true);
+  const json& sa = n.value("strip_accents", json());
+  o.strip_accents = sa.is_boolean() ? std::int8_t(sa.get<bool>()) : std::int8_t(-1);
+  const json& p = t.value("pre_tokenizer", json());
+  if (!p.is_object() || str_or(p, "type", "") != "BertPreTokenizer") refuse("pre_tokenizer " + p.dump().substr(0, 80) + " is not supported");
+  const json& m = t.value("model", json());
+  if (!m.is_object() || str_or(m, "type", "") != "WordPiece") refuse("model type '" + str_or(m, "type", "?") + "' is not supported");
+  if (str_or(m, "unk_token", "[UNK]") != "[UNK]" || str_or(m, "continuing_subword_prefix", "##") != "##")
+    refuse("a WordPiece unk_token other than [UNK] or a prefix other than ## is not supported");
+  if (auto c = positive(m, "max_input_chars_per_word", file + " model")) o.max_chars = std::uint32_t(std::min<std::uint64_t>(*c, 1u << 30));
+  const json& pp = t.value("post_processor", json());
+  const std::string pt = pp.is_object() ? str_or(pp, "type", "") : "";
+  bool bert_template = pt == "BertProcessing";
+  if (pt == "TemplateProcessing") {
+    auto piece = [&](std::size_t i, const char* kind) {
+      const json p1 = pp.value("single", json()), e = p1.is_array() && i < p1.size() && p1[i].is_object() ? p1[i].value(kind, json()) : json();
+      return e.is_object() ? str_or(e, "id", "") : std::string();
+    };
+    bert_template = pp.value("single", json()).size() == 3 && piece(0, "SpecialToken") == "[CLS]" &&
+                    piece(1, "Sequence") == "A" && piece(2, "SpecialToken") == "[SEP]";
+  }
+  if (!bert_template) refuse("post_processor " + pp.dump().substr(0, 80) + " is not [CLS] A [SEP]");
+}
+
+/// tokenizer.json's vocabulary and added tokens against vocab.txt: the same ids. Returns the
+/// special tokens to match in raw text.
+std::vector<std::string> check_vocab(const json& t, const std::string& file, const WordPiece& wp, const std::string& vocab) {
+  const json& v = t["model"].value("vocab", json());
+  if (v.is_object()) {
+    if (v.size() != wp.size())
+      throw Error(vocab + ": " + std::to_string(wp.size()) + " entries, but " + file + "'s vocabulary has " +
+                  std::to_string(v.size()) + " (a line missing or extra shifts every later id)");
+    for (std::uint32_t id = 0; id < wp.size(); ++id) {
+      const auto it = v.find(wp.token(id));
+      if (it == v.end() || !it->is_number_unsigned() || it->get<std::uint64_t>() != id)
+        throw Error(vocab + ":" + std::to_string(id + 1) + ": this entry has id " + std::to_string(id) + " here but " +
+                    (it == v.end() ? std::string("is not in ") + file + "'s vocabulary" : "id " + it->dump() + " in " + file) +
+                    " (a line missing, extra or moved shifts the ids)");
+    }
+  }
+  std::vector<std::string> specials;
+  for (const json& a : t.value("added_tokens", json::array())) {
+    const std::string content = str_or(a, "content", "");
+    const std::int64_t id = a.contains("id") && a["id"].is_number_unsigned() ? a["id"].get<std::int64_t>() : -1;
+    if (content.empty() || id < 0) throw Error(file + ": an added token without content or id: " + a.dump().substr(0, 80));
+    if (wp.find(content) != id)
+      throw Error(file + ": added token '" + content.substr(0, 40) + "' has id " + std::to_string(id) +
+                  ", but vocab.txt gives it " + (wp.find(content) < 0 ? "none" : "id " + std::to_string(wp.find(content))) +
+                  " (added tokens beyond vocab.txt are not supported)");
+    if (a.value("normalized", false) || a.value("lstrip", false) || a.value("rstrip", false) || a.value("single_word", false))
+      throw Error(file + ": added token '" + content.substr(0, 40) +
+                  "': normalized, lstrip, rstrip or single_word true is not supported (matched as given in raw text)");
+    specials.push_back(content);
+  }
+  return specials;
+}
+
+}  // namespace
+
+TruncationLength ModelTokenizer::truncation_of(const fs::path& dir, std::int64_t max_tokens) {
+  return resolve_truncation(Files(dir), max_tokens);
+}
+
+ModelTokenizer ModelTokenizer::load(const fs::path& dir, std::int64_t max_tokens) {
+  const Files f(dir);
+  ModelTokenizer mt;
+  mt.truncation = resolve_truncation(f, max_tokens);
+  mt.max_positions = f.config.max_positions;
+  mt.vocab_size = f.config.vocab_size;
+  WordPieceOptions o;
+  o.max_length = mt.truncation.tokens;
+  if (f.tokenizer) {
+    try {
+      check_pipeline(*f.tokenizer, f.name("tokenizer.json"), o);
+    } catch (const json::exception& e) {
+      throw Error(f.name("tokenizer.json") + ": not a tokenizer headsep can read (" + e.what() + ")");
+    }
+  } else if (f.tokenizer_config) {
+    const json& c = *f.tokenizer_config;
+    o.lowercase = c.value("do_lower_case", true);
+    if (c.contains("strip_accents") && c["strip_accents"].is_boolean()) o.strip_accents = std::int8_t(c["strip_accents"].get<bool>());
+    if (!c.value("tokenize_chinese_chars", true))
+      throw Error(f.name("tokenizer_config.json") + ": tokenize_chinese_chars false is not supported");
+  }
+  const std::string vocab = f.name("vocab.txt");
+  mt.wordpiece = WordPiece::from_file(dir / "vocab.txt", o);
+  const std::size_t lines = mt.wordpiece.size();
+  std::vector<std::string> specials;
+  if (f.tokenizer) {
+    try {
+      specials = check_vocab(*f.tokenizer, f.name("tokenizer.json"), mt.wordpiece, vocab);
+    } catch (const json::exception& e) {
+      throw Error(f.name("tokenizer.json") + ": not a tokenizer headsep can read (" + e.what() + ")");
+    }
+  }
+  const std::string rows = " the model's embedding table has " + std::to_string(mt.vocab_size) + " rows (" +
+                           f.name("config.json") + " vocab_size)";
+  if (lines > mt.vocab_size)
+    throw Error(vocab + ": " + std::to_string(lines) + " entries, but" + rows +
+                ": ids past the table (an extra line shifts every later id)");
+  const bool confirmed = f.tokenizer && (*f.tokenizer)["model"].value("vocab", json()).is_object();
+  if (lines < mt.vocab_size && !confirmed)
+    throw Error(vocab + ": " + std::to_string(lines) + " entries, but" + rows +
+                " (a missing line shifts every later id; a table padded past its vocabulary needs tokenizer.json's "
+                "vocabulary to confirm vocab.txt)");
+  if (f.tokenizer) mt.wordpiece.set_special_tokens(specials, f.name("tokenizer.json"));
+  return mt;
+}
+
+}  // namespace headsep
