@@ -65,7 +65,8 @@ constexpr headsep_param_spec kParams[] = {
     {"path", HEADSEP_PARAM_STRING, nullptr, "CSV file in the seed schema ('-' = standard input)"},
     {"report", HEADSEP_PARAM_STRING, "", "comma-separated report ids to keep (empty = all)"},
     {"features", HEADSEP_PARAM_STRING, "decision_axis,evidence_axis,condition_axis",
-     "comma-separated numeric columns to read (headsep run passes the columns its --axes use)"},
+     "comma-separated numeric columns to read, kept in the file's column order (the order of X for attention "
+     "schemes that read features); headsep run passes the columns its --axes use"},
     {"weights", HEADSEP_PARAM_BOOL, "true", "read single_weight/headK_weight columns (needed by the 'table' weighting)"},
 };
 

@@ -82,6 +82,8 @@ int model_cmd(const RunArgs& a) {
     throw UsageError("--model writes the per layer x head summary (--summary PATH and the table); "
                      "--format, --output, --per-report, --attention and --report do not apply");
   const bool report = !a.report_html.empty() || !a.plot_svg.empty();
+  check_outputs(a);
+  CommitGroup outputs;  // the summary, report and trace appear together or not at all
   ModelJob job = open_model_job(a, report);
   const std::string& axes_spec = job.axes_spec;
   const RunOptions& ro = job.run;
@@ -107,12 +109,13 @@ int model_cmd(const RunArgs& a) {
     out.commit();
   }
   prof.commit_trace();
+  outputs.commit();
   if (!a.quiet) {
     std::uint64_t reports = 0, tokens = 0;
     for (const auto& sc : sum.scenarios) reports += sc.reports, tokens += sc.tokens;
-    std::printf("%s", sum.table().c_str());
+    std::fprintf(data_stdout(), "%s", sum.table().c_str());
     const double peak = measure_fp32_peak_gflops();
-    std::printf("%llu reports, %llu tokens in %.3f s: %.0f tokens/s, forward %.1f GFLOP/s = %.0f %% of %u x %.0f GFLOP/s fp32 peak (%s, %u threads)\n",
+    std::fprintf(data_stdout(), "%llu reports, %llu tokens in %.3f s: %.0f tokens/s, forward %.1f GFLOP/s = %.0f %% of %u x %.0f GFLOP/s fp32 peak (%s, %u threads)\n",
                 static_cast<unsigned long long>(reports), static_cast<unsigned long long>(tokens), sum.seconds,
                 sum.seconds > 0 ? double(tokens) / sum.seconds : 0.0, sum.seconds > 0 ? sum.gflop / sum.seconds : 0.0,
                 sum.seconds > 0 ? 100.0 * sum.gflop / sum.seconds / (peak * sum.threads) : 0.0, sum.threads, peak,

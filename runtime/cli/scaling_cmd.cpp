@@ -427,7 +427,7 @@ int scaling_cmd(const ScalingArgs& o) {
   const std::vector<prof::ScalingPoint> points = median_points(runs);
   if (!o.json.empty()) write_scaling_json(a, points, o.json);
   if (!a.report_html.empty() || !a.plot_svg.empty()) write_scaling_report(o, job.shape, points, by_ranks);
-  std::printf("%s", prof::scaling_table(points).c_str());
+  std::fprintf(data_stdout(), "%s", prof::scaling_table(points).c_str());
   check_identical(points, by_ranks);
   return 0;
 }
