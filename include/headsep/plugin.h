@@ -51,6 +51,10 @@ typedef int32_t headsep_status;
 #define HEADSEP_OK 0
 #define HEADSEP_ERROR 1 /**< failed; last_error() says why */
 #define HEADSEP_END 2   /**< next_chunk only: no report left (not an error) */
+/** open/create only: a parameter's value is refused (out of range, unknown word); last_error()
+ *  says which. The host reports it as a usage error (exit status 2, as for a value that is not
+ *  of the declared type). Hosts before it treat it as HEADSEP_ERROR. */
+#define HEADSEP_ERROR_PARAM 3
 
 typedef enum headsep_plugin_kind {
   HEADSEP_KIND_SCENARIO = 1, /**< scenario generator: produces reports */

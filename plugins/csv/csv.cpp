@@ -15,10 +15,10 @@ class CsvGenerator final : public ScenarioGenerator {
   explicit CsvGenerator(const Params& p) {
     headsep::CsvSourceOptions o;
     o.path = p.get_string("path");
-    if (o.path.empty()) throw PluginError("parameter 'path' is empty: give the CSV file (-p path=FILE, '-' = stdin)");
+    if (o.path.empty()) throw ParamError("parameter 'path' is empty: give the CSV file (-p path=FILE, '-' = stdin)");
     o.reports = p.get_list("report");
     o.features = p.get_list("features");
-    if (o.features.empty()) throw PluginError("parameter 'features' lists no column");
+    if (o.features.empty()) throw ParamError("parameter 'features' lists no column");
     o.weights = p.get_bool("weights");
     source_ = headsep::open_csv_source(o);
   }

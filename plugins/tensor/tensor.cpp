@@ -278,7 +278,7 @@ class TensorGenerator final : public ScenarioGenerator {
   };
 
   static SafeTensors open(const std::string& path) {
-    if (path.empty()) throw PluginError("parameter 'path' is empty: give the safetensors file (-p tensor.path=FILE)");
+    if (path.empty()) throw ParamError("parameter 'path' is empty: give the safetensors file (-p tensor.path=FILE)");
     return SafeTensors(path);
   }
 

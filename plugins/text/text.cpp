@@ -32,13 +32,13 @@ class TextGenerator final : public ScenarioGenerator {
       : path_(p.get_string("path")),
         tk_(p.get_string("model"), p.get_int("max_tokens"), p.get_string("lexicon")),
         names_(p.get_bool("names")) {
-    if (path_.empty()) throw PluginError("parameter 'path' is empty: give the CSV or JSON-lines file of reports");
+    if (path_.empty()) throw ParamError("parameter 'path' is empty: give the CSV or JSON-lines file of reports");
     std::string fmt = p.get_string("format");
     if (fmt == "auto") {
       const std::string ext = path_.size() >= 6 ? path_.substr(path_.size() - 6) : path_;
       fmt = (ext == ".jsonl" || (path_.size() >= 5 && path_.substr(path_.size() - 5) == ".json")) ? "jsonl" : "csv";
     }
-    if (fmt != "csv" && fmt != "jsonl") throw PluginError("parameter 'format' must be auto, csv or jsonl, got '" + fmt + "'");
+    if (fmt != "csv" && fmt != "jsonl") throw ParamError("parameter 'format' must be auto, csv or jsonl, got '" + fmt + "'");
     jsonl_ = fmt == "jsonl";
     in_.open(path_, std::ios::binary);
     if (!in_) throw PluginError(path_ + ": cannot open");

@@ -73,8 +73,12 @@ CLI::App* add_run(CLI::App& app, RunArgs& ra) {
   runc->add_option("--output,-o", ra.output, "Write the rows to this file (atomically) instead of stdout");
   runc->add_option("--per-report", ra.per_report, "Stream every (report, scenario) row to PATH (.jsonl or .csv)");
   runc->add_option("--summary", ra.summary, "Write the per-scenario summary (stats, quantiles, histogram, top-k) as JSON");
-  runc->add_option("--top", ra.top, "Reports with the largest separation kept per scenario")->capture_default_str();
-  runc->add_option("--bins", ra.bins, "Histogram bins of head_separation")->check(CLI::PositiveNumber)->capture_default_str();
+  runc->add_option("--top", ra.top, "Reports with the largest separation kept per scenario")
+      ->check(CLI::Range(std::size_t(0), std::size_t(1) << 20))
+      ->capture_default_str();
+  runc->add_option("--bins", ra.bins, "Histogram bins of head_separation")
+      ->check(CLI::Range(std::size_t(1), std::size_t(100000)))
+      ->capture_default_str();
   runc->add_flag("--quiet,-q", ra.quiet, "No progress bar and no summary table");
   runc->add_option("--threads", ra.threads, "Worker threads (0 = all cores)");
   runc->add_option("--simd", ra.simd, "Force a SIMD level: scalar, sse2, avx2, avx512 (default: best, or $HEADSEP_SIMD)");

@@ -47,6 +47,7 @@ class PluginSource final : public ReportSource {
       thrown = "unknown";
     }
     if (!thrown.empty()) throw PluginError(e_->info.label() + ": open() let a C++ exception escape: " + thrown);
+    if (st == HEADSEP_ERROR_PARAM) throw UsageError(e_->info.label() + ": " + last_error_of(*e_));  // a value refused
     if (st != HEADSEP_OK) throw PluginError(e_->info.label() + ": open failed: " + last_error_of(*e_));
     if (!state_) state_ = nullptr;  // a NULL state is allowed (stateless plugins)
     headsep_schema cs{};

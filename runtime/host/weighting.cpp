@@ -53,6 +53,7 @@ class PluginWeighting final : public Weighting {
       thrown = "unknown exception";
     }
     if (!thrown.empty()) throw PluginError(e_->info.label() + ": create() let a C++ exception escape: " + thrown);
+    if (st == HEADSEP_ERROR_PARAM) throw UsageError(e_->info.label() + ": " + last_error_of(*e_));  // a value refused
     if (st != HEADSEP_OK) throw PluginError(e_->info.label() + ": create failed: " + last_error_of(*e_));
     headsep_weighting_info wi{};
     try {
@@ -175,7 +176,7 @@ class PluginWeighting final : public Weighting {
     if (st != HEADSEP_OK)
       throw PluginError(e_->info.label() + ": weights failed for " +
                         (all ? std::string("every scenario at once") : "scenario '" + scenario_name(b, slot) + "'") +
-                        "' (reports " + b.report_id(0) + "..): " + last_error_of(*e_));
+                        " (reports " + b.report_id(0) + "..): " + last_error_of(*e_));
     // Weights are validated (finite, >= 0) by the engine, which names this plugin via label().
   }
 

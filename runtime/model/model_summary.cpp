@@ -80,6 +80,7 @@ std::string ModelSummary::json() const {
   j["simd"] = simd;
   j["seconds"] = seconds;
   j["gflop"] = gflop;
+  j["scenarios"] = nlohmann::ordered_json::array();  // present (empty) when no report came
   for (const auto& sc : scenarios) {
     View v{*this, sc};
     nlohmann::ordered_json js;

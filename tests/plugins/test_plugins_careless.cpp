@@ -169,3 +169,12 @@ TEST_CASE("a library whose entry point is a data symbol is skipped, naming it", 
                q(out.path / "s.json"));
   CHECK(r.rc == 0);
 }
+
+TEST_CASE("outputs are checked before any plugin runs", "[plugins][careless]") {
+  // Was: the whole run computed (the generator called for every chunk), then "cannot create output".
+  auto r = cli(generator("print", "uniform", "--quiet --summary /nonexistent/s.json") + kDirs);
+  INFO(r.err);
+  CHECK(r.rc == 1);
+  CHECK(contains(r.err, "--summary /nonexistent/s.json: cannot create output"));
+  CHECK_FALSE(contains(r.err, "careless: garbage"));
+}
