@@ -149,6 +149,8 @@ class TextGenerator final : public ScenarioGenerator {
     std::uint64_t start = 0;
     if (!csv_record(h, start)) fail(1, "empty file: expected a header with report_id and text");
     for (std::size_t i = 0; i < h.size(); ++i) {
+      for (std::size_t k = 0; k < i; ++k)  // as the seed CSV reader: one column per name (else the last won)
+        if (h[k] == h[i]) fail(start, "duplicate column name '" + h[i] + "' (columns " + std::to_string(k + 1) + " and " + std::to_string(i + 1) + ")");
       if (h[i] == "report_id") col_id_ = static_cast<int>(i);
       else if (h[i] == "text") col_text_ = static_cast<int>(i);
       else if (h[i] == "scenario") col_scenario_ = static_cast<int>(i);

@@ -113,7 +113,7 @@ AttentionSpecPlan plan_from_spec(const headsep_attention_spec* raw, const Schema
     if (w.d_model != x_width)
       throw fail("the weights' d_model is " + std::to_string(w.d_model) + " but the input X is " + std::to_string(x_width) +
                  " wide (" + (out.reads_features ? "feature columns" : "embeddings") + ")");
-    w.validate(label);
+    w.validate("its matrices");  // (fail() below names the plugin and the spec once)
     out.plan = std::make_shared<const AttentionPlan>(w, cfg);
   } catch (const PluginError&) {
     throw;

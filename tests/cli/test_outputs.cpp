@@ -107,3 +107,42 @@ TEST_CASE("run --model over no report writes a summary with an empty scenarios l
   REQUIRE(j.contains("scenarios"));  // was: no key at all
   CHECK(j["scenarios"].empty());
 }
+
+TEST_CASE("CSV input to an attention scheme: X's columns follow the file, not --axes", "[cli][attention]") {
+  // Was: X's columns in --axes order, so reordering --axes changed every attention map (exit 0).
+  TempDir dir;
+  const std::string csv = source_path("data/qkv-multihead-report-scenarios.csv");
+  auto maps = [&](const std::string& axes, const std::string& name) {
+    auto r = run_cli("run -i " + shell_quote(csv) + " -w qkv -p qkv.input=features -p qkv.heads=2 --quiet --axes '" + axes +
+                     "' --attention " + shell_quote(dir.file(name)) + " --attention-reports all");
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::vector<nlohmann::json> v;
+    const std::string text = read_file(dir.file(name));
+    for (std::size_t at = 0, end; at < text.size(); at = end + 1) {
+      end = text.find('\n', at);
+      const auto j = nlohmann::json::parse(text.substr(at, end - at));
+      v.push_back({j["single"], j["heads"]});
+    }
+    return v;
+  };
+  const auto a = maps("d=decision_axis;e=evidence_axis;c=condition_axis", "a.jsonl");
+  REQUIRE(a.size() > 3);
+  CHECK(a == maps("c=condition_axis;d=decision_axis;e=evidence_axis", "b.jsonl"));
+  CHECK(a == maps("e=evidence_axis+condition_axis;d=decision_axis", "c.jsonl"));
+  // A column asked for twice is refused.
+  auto twice = run_cli("run -i " + shell_quote(csv) + " -w qkv -p csv.features=decision_axis,decision_axis --quiet --axes d=decision_axis");
+  CHECK(twice.status == 1);
+  CHECK_THAT(twice.err, Contains("feature column 'decision_axis' is asked for twice"));
+}
+
+TEST_CASE("a text CSV with a column named twice is refused, as a seed CSV is", "[cli][model]") {
+  TempDir dir;
+  write_file(dir.file("t.csv"), "report_id,text,text\na,stop the line,resume\n");
+  auto r = run_cli("run --model " + shell_quote(model_dir().string()) + " -s text -p path=" + shell_quote(dir.file("t.csv")) +
+                   " --quiet --summary " + shell_quote(dir.file("s.json")));
+  INFO(r.err);
+  CHECK(r.status == 1);  // was: exit 0, the last `text` column read
+  CHECK_THAT(r.err, Contains("duplicate column name 'text' (columns 2 and 3)"));
+  CHECK_FALSE(fs::exists(dir.file("s.json")));
+}

@@ -98,6 +98,14 @@ TEST_CASE("an attention spec's own baseline matrices are used over seeded heads"
   // Was: identical (the seeded baseline replaced the plugin's all-zero one).
   CHECK(run("spec-zero-baseline") != run("spec-seeded"));
   refused(weighting("spec-half-baseline"), kW, {"s_w_q, s_w_k and s_w_v are given together or not at all (NULL: s_w_k s_w_v)"});
+  // The plugin named once (was: "LABEL: attention spec 0: LABEL: ...").
+  TempDir out2;
+  auto r = cli(weighting("spec-nan-baseline") + kDirs + " --summary " + q(out2.path / "s.json"));
+  INFO(r.err);
+  CHECK(r.rc == 1);
+  CHECK(contains(r.err, "attention spec 0: its matrices: s_w_q"));
+  const auto first = r.err.find(kW.string());
+  CHECK((first != std::string::npos && r.err.find(kW.string(), first + 1) == std::string::npos));
 }
 
 TEST_CASE("what plugins print never reaches the data on stdout", "[plugins][careless]") {

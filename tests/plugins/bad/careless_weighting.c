@@ -11,10 +11,12 @@
  *   spec-zero-baseline  attention spec on the features, heads seeded, the baseline's s_w_* all zero
  *   spec-seeded         the same spec without s_w_* (the seeded baseline)
  *   spec-half-baseline  s_w_q given, s_w_k and s_w_v NULL
+ *   spec-nan-baseline   s_w_q holds a NaN
  *   exit                calls exit(0) inside weights()
  *   abort               calls abort() inside weights()
  *   segv                writes through NULL inside weights()
  *   huge-error          weights() fails with a 10 MB message holding ESC, CR and LF */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,7 +34,7 @@ typedef struct state {
   char mode[64];
   const char* names[2];
   uint32_t n_features;
-  float zero[64];
+  float zero[64], nan[64];
   headsep_attention_spec spec;
 } state;
 
@@ -78,6 +80,10 @@ static headsep_status describe(void* st, headsep_weighting_info* info) {
     if (d * d > 64) return HEADSEP_ERROR;
     if (is(s, "spec-zero-baseline")) s->spec.s_w_q = s->spec.s_w_k = s->spec.s_w_v = s->zero;
     if (is(s, "spec-half-baseline")) s->spec.s_w_q = s->zero;
+    if (is(s, "spec-nan-baseline")) {
+      s->nan[1] = NAN;
+      s->spec.s_w_q = s->nan, s->spec.s_w_k = s->spec.s_w_v = s->zero;
+    }
     info->attention = &s->spec;
   }
   return HEADSEP_OK;
