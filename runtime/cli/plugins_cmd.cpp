@@ -27,8 +27,8 @@ int plugins_cmd(const PluginsArgs& pa) {
       std::string msg = "no plugin named '" + name + "' (see 'headsep plugins')";
       throw PluginError(msg);
     }
-    std::fprintf(data_stdout(), "%s (%s plugin) %s\n", p->name.c_str(), std::string(to_string(p->kind)).c_str(), p->version.c_str());
-    std::fprintf(data_stdout(), "  %s\n", p->description.c_str());
+    std::fprintf(data_stdout(), "%s (%s plugin) %s\n", p->name.c_str(), std::string(to_string(p->kind)).c_str(), printable(p->version, 200).c_str());
+    std::fprintf(data_stdout(), "  %s\n", printable(p->description).c_str());
     std::fprintf(data_stdout(), "  file: %s\n  abi:  %u.%u\n", p->file.string().c_str(), p->abi_major, p->abi_minor);
     if (p->params.empty()) {
       std::fprintf(data_stdout(), "parameters: none\n");
@@ -38,8 +38,8 @@ int plugins_cmd(const PluginsArgs& pa) {
     for (const auto& q : p->params) {
       std::string def = q.default_value ? "default: " + (q.default_value->empty() ? std::string("\"\"") : *q.default_value)
                                         : std::string("required");
-      std::fprintf(data_stdout(), "  %-18s %-6s %s\n", q.name.c_str(), std::string(to_string(q.type)).c_str(), def.c_str());
-      if (!q.help.empty()) std::fprintf(data_stdout(), "  %-18s        %s\n", "", q.help.c_str());
+      std::fprintf(data_stdout(), "  %-18s %-6s %s\n", q.name.c_str(), std::string(to_string(q.type)).c_str(), printable(def).c_str());
+      if (!q.help.empty()) std::fprintf(data_stdout(), "  %-18s        %s\n", "", printable(q.help).c_str());
     }
     return 0;
   }
@@ -48,9 +48,9 @@ int plugins_cmd(const PluginsArgs& pa) {
     for (const auto& p : reg.plugins()) {
       if (static_cast<int>(p.kind) != kind) continue;
       std::string abi = std::to_string(p.abi_major) + "." + std::to_string(p.abi_minor);
-      std::fprintf(data_stdout(), "%-10s %-14s %-8s %-4s %s\n", std::string(to_string(p.kind)).c_str(), p.name.c_str(), p.version.c_str(),
+      std::fprintf(data_stdout(), "%-10s %-14s %-8s %-4s %s\n", std::string(to_string(p.kind)).c_str(), p.name.c_str(), printable(p.version, 200).c_str(),
                   abi.c_str(), p.file.string().c_str());
-      std::fprintf(data_stdout(), "%-10s %s\n", "", p.description.c_str());
+      std::fprintf(data_stdout(), "%-10s %s\n", "", printable(p.description).c_str());
     }
   if (reg.plugins().empty()) {
     std::string where;

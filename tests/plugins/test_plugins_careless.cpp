@@ -138,6 +138,11 @@ TEST_CASE("plugin text is bounded and escaped in messages", "[plugins][careless]
   CHECK(r.err.find('\r') == std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK(contains(r.err, "bad\\x1b[2J\\x0d\\x0afake line"));
+  // A description holding ESC (valid UTF-8) in the listing.
+  auto l = cli("plugins --plugin-dir " + q(kGen.parent_path()));
+  CHECK(l.rc == 0);
+  CHECK(l.out.find('\x1b') == std::string::npos);
+  CHECK(contains(l.out, "on request \\x1b[2J(ESC: shown escaped)"));
 }
 
 TEST_CASE("a crash or exit() inside a plugin names the plugin and the call", "[plugins][careless]") {

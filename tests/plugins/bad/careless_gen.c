@@ -124,7 +124,7 @@ HEADSEP_PLUGIN_EXPORT const headsep_plugin_descriptor* headsep_plugin_entry(void
   d.kind = HEADSEP_KIND_SCENARIO;
   d.name = "careless-gen";
   d.version = "0.0.1";
-  d.description = "a scenario generator that makes one careless mistake on request";
+  d.description = "a scenario generator that makes one careless mistake on request \x1b[2J(ESC: shown escaped)";
   d.n_params = 2;
   d.params = kParams;
   d.last_error = last_error;
