@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "headsep/run.hpp"
 
@@ -35,6 +37,10 @@ class OutputFile {
   std::string shared_path() const;
 
  private:
+  friend class CommitGroup;
+  struct Adopted {};
+  explicit OutputFile(Adopted) {}
+  void finish_commit();  ///< link_anonymous() or rename: the file gets its name
   std::string path_, tmp_;
   std::FILE* file_ = nullptr;
   bool committed_ = false;
@@ -44,6 +50,41 @@ class OutputFile {
   void link_anonymous();
   std::size_t slot_ = std::size_t(-1);  ///< entry in the table of temporaries signals remove
 };
+
+/// All outputs of a run appear together or not at all. While a group is alive (one at a time per
+/// process: a newer one stacks over an older), OutputFile::commit() only flushes (a full disk fails
+/// there) and hands the unfinished file to the group; commit() below then gives every file its
+/// name, in the order they were committed. A group destroyed without commit() (the run failed
+/// after some outputs were complete) removes them all. Standard output and devices are written
+/// in place as before. Main thread only.
+class CommitGroup {
+ public:
+  CommitGroup();
+  ~CommitGroup();
+  CommitGroup(const CommitGroup&) = delete;
+  CommitGroup& operator=(const CommitGroup&) = delete;
+  void commit();
+
+ private:
+  friend class OutputFile;
+  void adopt(OutputFile& file);
+  std::vector<std::unique_ptr<OutputFile>> pending_;
+  CommitGroup* previous_ = nullptr;
+};
+
+/// Every output of a run checked before the run starts, each as (option, path): two options
+/// naming the same file (the same path, or one file through links) are a UsageError naming
+/// both; then each path's temporary is created and removed (an Error naming the option when its
+/// folder is missing or not writable), so the work is not done for nothing. "-" and existing
+/// devices or pipes are not probed.
+void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs);
+
+/// Standard output for headsep's own data (rows, tables): after protect_stdout(), a private
+/// duplicate of the original descriptor 1, while descriptor 1 itself (and `stdout`, which
+/// plugins print to) goes to standard error; before it, `stdout`.
+std::FILE* data_stdout() noexcept;
+/// Call once in main, before any plugin is loaded (docs/PLUGINS.md, "What a plugin may print").
+void protect_stdout() noexcept;
 
 /// How an OutputFile keeps an unfinished file out of sight (`--temporaries`, docs/DISTRIBUTED.md).
 enum class Temporaries : std::uint8_t {
@@ -61,7 +102,10 @@ void set_output_temporaries(Temporaries how) noexcept;
 Temporaries parse_temporaries(std::string_view name);
 
 /// SIGINT, SIGTERM, SIGHUP: remove every OutputFile temporary, print one line, exit 128 + signal
-/// (130, 143, 129). SIGPIPE (stdout closed, e.g. `| head`): the same, quietly. Call once in main.
+/// (130, 143, 129). SIGPIPE (stdout closed, e.g. `| head`): the same, quietly. SIGSEGV, SIGBUS,
+/// SIGABRT, SIGFPE, SIGILL: temporaries removed and one line naming the plugin call in flight on
+/// the crashing thread, then the default action; exit() called from inside a plugin: one line
+/// naming it, exit status 1. Call once in main.
 void install_signal_handlers();
 
 enum class Format : std::uint8_t { text, jsonl, csv };

@@ -51,6 +51,10 @@ typedef int32_t headsep_status;
 #define HEADSEP_OK 0
 #define HEADSEP_ERROR 1 /**< failed; last_error() says why */
 #define HEADSEP_END 2   /**< next_chunk only: no report left (not an error) */
+/** open/create only: a parameter's value is refused (out of range, unknown word); last_error()
+ *  says which. The host reports it as a usage error (exit status 2, as for a value that is not
+ *  of the declared type). Hosts before it treat it as HEADSEP_ERROR. */
+#define HEADSEP_ERROR_PARAM 3
 
 typedef enum headsep_plugin_kind {
   HEADSEP_KIND_SCENARIO = 1, /**< scenario generator: produces reports */
@@ -112,7 +116,9 @@ typedef struct headsep_chunk_out headsep_chunk_out;
 
 /** Where next_chunk writes one chunk of reports. Host-owned: every buffer a callback returns
  *  belongs to this chunk (so concurrent calls never share memory), stays valid until
- *  next_chunk returns, is NOT zeroed, and must be written completely. A callback returning
+ *  next_chunk returns, is NOT zeroed, and must be written completely (the host fills it with a
+ *  marker first and refuses the chunk, naming the element, if any is left unwritten). A request
+ *  for 0 values returns a non-NULL pointer that must not be written. A callback returning
  *  NULL or non-zero means the host refused (bad index, out of memory): return HEADSEP_ERROR.
  *  Callbacks are only valid during the next_chunk call that received `out`. */
 struct headsep_chunk_out {
@@ -301,7 +307,8 @@ typedef struct headsep_plugin_descriptor {
   /** Required. Fills *info (owned by the state, valid until destroy). Called once after create. */
   headsep_status (*describe_weighting)(void* state, headsep_weighting_info* info);
   /** Required. Fills the weights of one scenario over a chunk: rows[0] the single-head
-   *  baseline, rows[1..heads] the heads, each n_tokens doubles (host-owned, not zeroed, write
+   *  baseline, rows[1..heads] the heads, each n_tokens doubles (host-owned, not zeroed: marked
+   *  so that an element left unwritten is refused by name; write
    *  all). Weights must be finite and >= 0. rows[0] is NULL (write no baseline) only when the
    *  scheme declared HEADSEP_WEIGHTING_SHARED_BASELINE and slot > 0. `slot` indexes the scheme's own scenarios, or the
    *  chunk's scenarios when it has none (slot 0 when neither exists); HEADSEP_SLOT_ALL (only when

@@ -42,6 +42,12 @@ class PluginError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A parameter value the plugin refuses (open/create): the host reports a usage error (exit 2).
+class ParamError : public PluginError {
+ public:
+  using PluginError::PluginError;
+};
+
 namespace detail {
 // Trivially destructible thread-local buffer: no TLS destructor keeps the library pinned.
 inline char* error_buffer() {
@@ -58,6 +64,9 @@ template <class F>
 headsep_status guard(F&& f) noexcept {
   try {
     return f();
+  } catch (const ParamError& e) {
+    set_error(e.what());
+    return HEADSEP_ERROR_PARAM;
   } catch (const std::exception& e) {
     set_error(e.what());
   } catch (...) {
@@ -82,14 +91,14 @@ class Params {
     const auto& s = get_string(name);
     char* end = nullptr;
     long long v = std::strtoll(s.c_str(), &end, 10);
-    if (s.empty() || *end) throw PluginError("parameter '" + std::string(name) + "': '" + s + "' is not an integer");
+    if (s.empty() || *end) throw ParamError("parameter '" + std::string(name) + "': '" + s + "' is not an integer");
     return v;
   }
   double get_double(std::string_view name) const {
     const auto& s = get_string(name);
     char* end = nullptr;
     double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end) throw PluginError("parameter '" + std::string(name) + "': '" + s + "' is not a number");
+    if (s.empty() || *end) throw ParamError("parameter '" + std::string(name) + "': '" + s + "' is not a number");
     return v;
   }
   bool get_bool(std::string_view name) const { return get_string(name) == "true"; }

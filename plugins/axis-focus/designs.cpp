@@ -33,7 +33,7 @@ std::uint32_t axis_index(const std::vector<Axis>& axes, const std::string& name,
     if (axes[c].name == name) return c;
   std::string have;
   for (const auto& a : axes) have += (have.empty() ? "" : ", ") + a.name;
-  throw PluginError("parameter 'designs': design '" + design + "' names axis '" + name + "'; axes: " + have);
+  throw ParamError("parameter 'designs': design '" + design + "' names axis '" + name + "'; axes: " + have);
 }
 
 }  // namespace
@@ -43,7 +43,7 @@ std::vector<Axis> parse_axes(const std::string& spec, const SchemaView& schema) 
   for (const auto& part : split(spec, ';')) {
     if (part.empty()) continue;
     auto eq = part.find('=');
-    if (eq == std::string::npos || eq == 0) throw PluginError("parameter 'axes': '" + part + "' is not name=column+...");
+    if (eq == std::string::npos || eq == 0) throw ParamError("parameter 'axes': '" + part + "' is not name=column+...");
     Axis a{trim(part.substr(0, eq)), {}};
     const std::string rhs = part.substr(eq + 1);
     std::size_t i = 0;
@@ -60,17 +60,17 @@ std::vector<Axis> parse_axes(const std::string& spec, const SchemaView& schema) 
         std::string num = trim(term.substr(0, star));
         auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), k);
         if (ec != std::errc() || p != num.data() + num.size())
-          throw PluginError("parameter 'axes': bad coefficient '" + num + "' in axis '" + a.name + "'");
+          throw ParamError("parameter 'axes': bad coefficient '" + num + "' in axis '" + a.name + "'");
         term = trim(term.substr(star + 1));
       }
-      if (term.empty()) throw PluginError("parameter 'axes': empty term in axis '" + a.name + "'");
+      if (term.empty()) throw ParamError("parameter 'axes': empty term in axis '" + a.name + "'");
       a.terms.emplace_back(schema.feature_index(term), sign * k);
       i = j;
     }
-    if (a.terms.empty()) throw PluginError("parameter 'axes': axis '" + a.name + "' has no columns");
+    if (a.terms.empty()) throw ParamError("parameter 'axes': axis '" + a.name + "' has no columns");
     out.push_back(std::move(a));
   }
-  if (out.empty()) throw PluginError("parameter 'axes' defines no axis");
+  if (out.empty()) throw ParamError("parameter 'axes' defines no axis");
   return out;
 }
 
@@ -80,7 +80,7 @@ std::vector<Design> parse_designs(const std::string& spec, const std::vector<Axi
     if (item.empty()) continue;
     auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw PluginError("parameter 'designs': '" + item + "' is not name=axis[@sharpness],axis[@sharpness],...");
+      throw ParamError("parameter 'designs': '" + item + "' is not name=axis[@sharpness],axis[@sharpness],...");
     Design d{trim(item.substr(0, eq)), {}};
     for (const auto& h : split(item.substr(eq + 1), ',')) {
       auto at = h.find('@');
@@ -91,17 +91,17 @@ std::vector<Design> parse_designs(const std::string& spec, const std::vector<Axi
         char* end = nullptr;
         sharp = std::strtod(v.c_str(), &end);
         if (v.empty() || *end || !std::isfinite(sharp))
-          throw PluginError("parameter 'designs': design '" + d.name + "': sharpness '" + v + "' is not a number");
+          throw ParamError("parameter 'designs': design '" + d.name + "': sharpness '" + v + "' is not a number");
       }
       d.heads.push_back({axis_index(axes, axis, d.name), sharp});
     }
     if (!designs.empty() && d.heads.size() != designs[0].heads.size())
-      throw PluginError("parameter 'designs': design '" + d.name + "' has " + std::to_string(d.heads.size()) +
+      throw ParamError("parameter 'designs': design '" + d.name + "' has " + std::to_string(d.heads.size()) +
                         " heads but '" + designs[0].name + "' has " + std::to_string(designs[0].heads.size()) +
                         " (every design needs the same number of heads)");
     designs.push_back(std::move(d));
   }
-  if (designs.empty()) throw PluginError("parameter 'designs' defines no design");
+  if (designs.empty()) throw ParamError("parameter 'designs' defines no design");
   return designs;
 }
 

@@ -15,10 +15,10 @@ class CsvGenerator final : public ScenarioGenerator {
   explicit CsvGenerator(const Params& p) {
     headsep::CsvSourceOptions o;
     o.path = p.get_string("path");
-    if (o.path.empty()) throw PluginError("parameter 'path' is empty: give the CSV file (-p path=FILE, '-' = stdin)");
+    if (o.path.empty()) throw ParamError("parameter 'path' is empty: give the CSV file (-p path=FILE, '-' = stdin)");
     o.reports = p.get_list("report");
     o.features = p.get_list("features");
-    if (o.features.empty()) throw PluginError("parameter 'features' lists no column");
+    if (o.features.empty()) throw ParamError("parameter 'features' lists no column");
     o.weights = p.get_bool("weights");
     source_ = headsep::open_csv_source(o);
   }
@@ -65,7 +65,8 @@ constexpr headsep_param_spec kParams[] = {
     {"path", HEADSEP_PARAM_STRING, nullptr, "CSV file in the seed schema ('-' = standard input)"},
     {"report", HEADSEP_PARAM_STRING, "", "comma-separated report ids to keep (empty = all)"},
     {"features", HEADSEP_PARAM_STRING, "decision_axis,evidence_axis,condition_axis",
-     "comma-separated numeric columns to read (headsep run passes the columns its --axes use)"},
+     "comma-separated numeric columns to read, kept in the file's column order (the order of X for attention "
+     "schemes that read features); headsep run passes the columns its --axes use"},
     {"weights", HEADSEP_PARAM_BOOL, "true", "read single_weight/headK_weight columns (needed by the 'table' weighting)"},
 };
 

@@ -266,20 +266,20 @@ class OpsReports final : public ScenarioGenerator {
  public:
   explicit OpsReports(const Params& p) {
     const auto reports = p.get_int("reports"), lo = p.get_int("min_tokens"), hi = p.get_int("max_tokens");
-    if (reports < 0) throw PluginError("parameter 'reports' must be >= 0, got " + std::to_string(reports));
-    if (lo < 1) throw PluginError("parameter 'min_tokens' must be >= 1, got " + std::to_string(lo));
+    if (reports < 0) throw ParamError("parameter 'reports' must be >= 0, got " + std::to_string(reports));
+    if (lo < 1) throw ParamError("parameter 'min_tokens' must be >= 1, got " + std::to_string(lo));
     if (hi < lo || hi > 65536)
-      throw PluginError("parameter 'max_tokens' must be in min_tokens..65536, got " + std::to_string(hi));
+      throw ParamError("parameter 'max_tokens' must be in min_tokens..65536, got " + std::to_string(hi));
     reports_ = static_cast<std::uint64_t>(reports);
     min_ = static_cast<std::uint32_t>(lo);
     span_ = static_cast<std::uint32_t>(hi - lo + 1);
     key_ = mix(static_cast<std::uint64_t>(p.get_int("seed")) + kGolden);
     names_ = p.get_bool("names");
     const auto d = p.get_int("d_model");
-    if (d < 0 || d > 4096) throw PluginError("parameter 'd_model' must be in 0..4096, got " + std::to_string(d));
+    if (d < 0 || d > 4096) throw ParamError("parameter 'd_model' must be in 0..4096, got " + std::to_string(d));
     d_model_ = static_cast<std::uint32_t>(d);
     noise_ = p.get_double("noise");
-    if (!(noise_ >= 0 && noise_ <= 100)) throw PluginError("parameter 'noise' must be in 0..100");
+    if (!(noise_ >= 0 && noise_ <= 100)) throw ParamError("parameter 'noise' must be in 0..100");
     // Each of the 24 vocabulary words gets a fixed embedding: uniform(-√3, √3) per dimension
     // (unit variance), drawn from (seed, word, dimension) so it does not depend on chunking.
     vocab_embedding_.resize(std::size_t(24) * d_model_);

@@ -41,10 +41,10 @@ class Positional final : public WeightingScheme {
  public:
   Positional(const Params& p, const SchemaView&) {
     for (const auto& s : p.get_list("heads")) heads_.push_back(parse(s));
-    if (heads_.empty() || heads_.size() > 64) throw PluginError("parameter 'heads' must list 1..64 patterns");
+    if (heads_.empty() || heads_.size() > 64) throw ParamError("parameter 'heads' must list 1..64 patterns");
     baseline_ = parse(p.get_string("baseline"));
     name_ = p.get_string("scenario");
-    if (name_.empty()) throw PluginError("parameter 'scenario' must not be empty");
+    if (name_.empty()) throw ParamError("parameter 'scenario' must not be empty");
   }
   std::uint32_t heads() const override { return static_cast<std::uint32_t>(heads_.size()); }
   std::uint32_t layout() const override { return HEADSEP_LAYOUT_PER_QUERY; }

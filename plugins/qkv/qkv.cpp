@@ -17,7 +17,7 @@ using namespace headsep::sdk;
 std::uint32_t bounded(const Params& p, const char* name, std::int64_t lo, std::int64_t hi) {
   const auto v = p.get_int(name);
   if (v < lo || v > hi)
-    throw PluginError("parameter '" + std::string(name) + "' must be in " + std::to_string(lo) + ".." + std::to_string(hi) +
+    throw ParamError("parameter '" + std::string(name) + "' must be in " + std::to_string(lo) + ".." + std::to_string(hi) +
                       ", got " + std::to_string(v));
   return static_cast<std::uint32_t>(v);
 }
@@ -37,7 +37,7 @@ class Qkv final : public WeightingScheme {
       spec_.input = HEADSEP_INPUT_FEATURES;
       spec_.d_model = static_cast<std::uint32_t>(schema.features.size());
     } else {
-      throw PluginError("parameter 'input' must be auto, embeddings or features, got '" + input + "'");
+      throw ParamError("parameter 'input' must be auto, embeddings or features, got '" + input + "'");
     }
     weights_ = p.get_string("weights");
     baseline_ = p.get_string("baseline");
@@ -58,7 +58,7 @@ class Qkv final : public WeightingScheme {
       char* end = nullptr;
       const long long i = std::strtoll(q.c_str(), &end, 10);
       if (q.empty() || *end || i < -2147483647LL || i > 2147483647LL)
-        throw PluginError("parameter 'query' must be all, first, last or a token index (negative from the end), got '" + q + "'");
+        throw ParamError("parameter 'query' must be all, first, last or a token index (negative from the end), got '" + q + "'");
       spec_.query = HEADSEP_QUERY_INDEX;
       spec_.query_index = static_cast<std::int32_t>(i);
     }
@@ -67,7 +67,7 @@ class Qkv final : public WeightingScheme {
     spec_.weights_path = weights_.empty() ? nullptr : weights_.c_str();
     spec_.baseline_path = baseline_.empty() ? nullptr : baseline_.c_str();
     name_ = p.get_string("scenario");
-    if (name_.empty()) throw PluginError("parameter 'scenario' must not be empty");
+    if (name_.empty()) throw ParamError("parameter 'scenario' must not be empty");
   }
   std::uint32_t heads() const override { return heads_; }
   std::vector<std::string> scenarios() const override { return {name_}; }

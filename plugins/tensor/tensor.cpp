@@ -10,9 +10,15 @@
 // x and features may be F32, F16, BF16 or F64 (converted: embeddings to f32, features to f64);
 // every value must be finite. Besides the features tensor's columns, any column `x[i]`
 // (0 <= i < d_model) reads embedding component i, so a file without a features tensor still
-// serves `--axes 'a=x[0];b=x[1]'`. Random access: chunk i is reports [i*max, ...), copied
-// straight from the memory-mapped file, so chunks fill concurrently.
+// serves `--axes 'a=x[0];b=x[1]'`. Random access: chunk i is reports [i*max, ...), read with
+// pread (not from the mapping the header was checked in: a file truncated during the run would
+// end the process with SIGBUS there; pread comes back short and the chunk fails naming the file),
+// so chunks fill concurrently.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -141,7 +147,6 @@ class TensorGenerator final : public ScenarioGenerator {
     x_ = st_.at(xname);
     if (!is_float(x_.dtype))
       fail(xname, "dtype " + std::string(headsep::to_string(x_.dtype)) + ", expected F32, F16, BF16 or F64");
-    x_data_ = st_.raw(xname).data();
     const std::string oname = p.get_string("offsets");
     const TensorInfo* off = oname.empty() ? nullptr : st_.find(oname);
 
@@ -182,7 +187,16 @@ class TensorGenerator final : public ScenarioGenerator {
     }
     select_reports(p.get_list("report"));
     bind_features(p.get_string("feature_tensor"), p.get_list("features"));
+    fd_ = ::open(st_.file().c_str(), O_RDONLY | O_CLOEXEC);
+    std::uint64_t header = 0;
+    if (fd_ < 0 || ::pread(fd_, &header, 8, 0) != 8) fail("", std::string("cannot read: ") + std::strerror(errno));
+    data_start_ = 8 + header;  // checked by SafeTensors
   }
+  ~TensorGenerator() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  TensorGenerator(const TensorGenerator&) = delete;
+  TensorGenerator& operator=(const TensorGenerator&) = delete;
 
   SchemaInfo schema() const override {
     SchemaInfo s;
@@ -214,7 +228,8 @@ class TensorGenerator final : public ScenarioGenerator {
       std::uint64_t e = r + 1;
       while (e < n && global(first + e) == global(first + r) + (e - r)) ++e;
       const std::uint64_t t0 = begin_of(global(first + r));
-      to_f32(x_.dtype, x_data_ + t0 * d * esize, (off[e] - off[r]) * d, emb + off[r] * d);
+      const std::byte* src = read(x_, t0 * d * esize, (off[e] - off[r]) * d * esize);
+      to_f32(x_.dtype, src, (off[e] - off[r]) * d, emb + off[r] * d);
       r = e;
     }
     if (const std::size_t bad = first_non_finite(emb, n_tokens * d); bad < n_tokens * d)
@@ -224,14 +239,14 @@ class TensorGenerator final : public ScenarioGenerator {
     for (std::uint32_t c = 0; c < columns_.size(); ++c) {
       const Column& col = columns_[c];
       double* f = out.feature(c, n_tokens).data();
-      const DType t = col.embedding ? x_.dtype : ftensor_.dtype;
-      const std::byte* base = col.embedding ? x_data_ : f_data_;
-      const std::uint64_t stride = col.embedding ? d_model_ : f_width_;
+      const TensorInfo& tensor = col.embedding ? x_ : ftensor_;
+      const std::uint64_t stride = col.embedding ? d_model_ : f_width_, esz = headsep::dtype_size(tensor.dtype);
       for (std::uint64_t r = 0; r < n;) {
         std::uint64_t e = r + 1;
         while (e < n && global(first + e) == global(first + r) + (e - r)) ++e;
-        const std::uint64_t t0 = begin_of(global(first + r));
-        column_to_f64(t, base, t0 * stride + col.index, stride, off[e] - off[r], f + off[r]);
+        const std::uint64_t t0 = begin_of(global(first + r)), rows = off[e] - off[r];
+        const std::byte* base = read(tensor, t0 * stride * esz, ((rows - 1) * stride + col.index + 1) * esz);
+        column_to_f64(tensor.dtype, base, col.index, stride, rows, f + off[r]);
         r = e;
       }
       if (any_non_finite(f, n_tokens))
@@ -263,7 +278,7 @@ class TensorGenerator final : public ScenarioGenerator {
   };
 
   static SafeTensors open(const std::string& path) {
-    if (path.empty()) throw PluginError("parameter 'path' is empty: give the safetensors file (-p tensor.path=FILE)");
+    if (path.empty()) throw ParamError("parameter 'path' is empty: give the safetensors file (-p tensor.path=FILE)");
     return SafeTensors(path);
   }
 
@@ -355,7 +370,6 @@ class TensorGenerator final : public ScenarioGenerator {
         fail(fname, "shape " + shape_of(*f) + ", expected [T, F] with T = " + std::to_string(tokens_) +
                         " token rows of x " + shape_of(x_) + (uniform_ ? " (or [B, n, F])" : ""));
       f_width_ = f->shape.back();
-      f_data_ = st_.raw(fname).data();
       if (auto it = st_.metadata().find("features"); it != st_.metadata().end()) {
         names = split_list(it->second);
         if (names.size() != f_width_)
@@ -413,10 +427,27 @@ class TensorGenerator final : public ScenarioGenerator {
                      (std::isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf") + " (values must be finite)");
   }
 
+  /// `bytes` bytes of `t`'s data from byte `at` on, read into this thread's buffer.
+  const std::byte* read(const TensorInfo& t, std::uint64_t at, std::uint64_t bytes) const {
+    thread_local std::vector<std::byte> buf;
+    if (buf.size() < bytes) buf.resize(bytes);
+    const std::uint64_t from = data_start_ + t.begin + at;
+    for (std::uint64_t got = 0; got < bytes;) {
+      const ssize_t k = ::pread(fd_, buf.data() + got, bytes - got, static_cast<off_t>(from + got));
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0)
+        fail(t.name, k == 0 ? "the file ended before byte " + std::to_string(from + bytes) +
+                                  " (it was truncated during the run: inputs must not change while headsep reads them)"
+                            : std::string("read failed: ") + std::strerror(errno));
+      got += std::uint64_t(k);
+    }
+    return buf.data();
+  }
+
   SafeTensors st_;
+  int fd_ = -1;
+  std::uint64_t data_start_ = 0;  // file offset of the data section (8 + header length)
   TensorInfo x_, ftensor_;
-  const std::byte* x_data_ = nullptr;
-  const std::byte* f_data_ = nullptr;
   std::uint32_t d_model_ = 0;
   std::uint64_t reports_ = 0, tokens_ = 0;
   std::uint64_t uniform_ = 0;             // n when x is [B, n, d_model], else 0 (offsets_ used)

@@ -58,10 +58,10 @@ class OpsText final : public ScenarioGenerator {
   explicit OpsText(const Params& p)
       : tk_(p.get_string("model"), p.get_int("max_tokens"), p.get_string("lexicon")), names_(p.get_bool("names")) {
     const auto reports = p.get_int("reports"), lo = p.get_int("min_sentences"), hi = p.get_int("max_sentences");
-    if (reports < 0) throw PluginError("parameter 'reports' must be >= 0, got " + std::to_string(reports));
-    if (lo < 1 || hi < lo || hi > 64) throw PluginError("parameters min_sentences..max_sentences must satisfy 1 <= min <= max <= 64");
+    if (reports < 0) throw ParamError("parameter 'reports' must be >= 0, got " + std::to_string(reports));
+    if (lo < 1 || hi < lo || hi > 64) throw ParamError("parameters min_sentences..max_sentences must satisfy 1 <= min <= max <= 64");
     korean_ = p.get_double("korean");
-    if (!(korean_ >= 0 && korean_ <= 1)) throw PluginError("parameter 'korean' must be in 0..1");
+    if (!(korean_ >= 0 && korean_ <= 1)) throw ParamError("parameter 'korean' must be in 0..1");
     reports_ = static_cast<std::uint64_t>(reports);
     min_ = static_cast<std::uint32_t>(lo);
     span_ = static_cast<std::uint32_t>(hi - lo + 1);

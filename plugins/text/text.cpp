@@ -32,13 +32,13 @@ class TextGenerator final : public ScenarioGenerator {
       : path_(p.get_string("path")),
         tk_(p.get_string("model"), p.get_int("max_tokens"), p.get_string("lexicon")),
         names_(p.get_bool("names")) {
-    if (path_.empty()) throw PluginError("parameter 'path' is empty: give the CSV or JSON-lines file of reports");
+    if (path_.empty()) throw ParamError("parameter 'path' is empty: give the CSV or JSON-lines file of reports");
     std::string fmt = p.get_string("format");
     if (fmt == "auto") {
       const std::string ext = path_.size() >= 6 ? path_.substr(path_.size() - 6) : path_;
       fmt = (ext == ".jsonl" || (path_.size() >= 5 && path_.substr(path_.size() - 5) == ".json")) ? "jsonl" : "csv";
     }
-    if (fmt != "csv" && fmt != "jsonl") throw PluginError("parameter 'format' must be auto, csv or jsonl, got '" + fmt + "'");
+    if (fmt != "csv" && fmt != "jsonl") throw ParamError("parameter 'format' must be auto, csv or jsonl, got '" + fmt + "'");
     jsonl_ = fmt == "jsonl";
     in_.open(path_, std::ios::binary);
     if (!in_) throw PluginError(path_ + ": cannot open");
@@ -147,6 +147,8 @@ class TextGenerator final : public ScenarioGenerator {
     std::uint64_t start = 0;
     if (!csv_record(h, start)) fail(1, "empty file: expected a header with report_id and text");
     for (std::size_t i = 0; i < h.size(); ++i) {
+      for (std::size_t k = 0; k < i; ++k)  // as the seed CSV reader: one column per name (else the last won)
+        if (h[k] == h[i]) fail(start, "duplicate column name '" + h[i] + "' (columns " + std::to_string(k + 1) + " and " + std::to_string(i + 1) + ")");
       if (h[i] == "report_id") col_id_ = static_cast<int>(i);
       else if (h[i] == "text") col_text_ = static_cast<int>(i);
       else if (h[i] == "scenario") col_scenario_ = static_cast<int>(i);

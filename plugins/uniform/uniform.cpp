@@ -12,7 +12,7 @@ class Uniform final : public WeightingScheme {
  public:
   Uniform(const Params& p, const SchemaView&) {
     auto h = p.get_int("heads");
-    if (h < 1 || h > 1024) throw PluginError("parameter 'heads' must be in 1..1024, got " + std::to_string(h));
+    if (h < 1 || h > 1024) throw ParamError("parameter 'heads' must be in 1..1024, got " + std::to_string(h));
     heads_ = static_cast<std::uint32_t>(h);
   }
   std::uint32_t heads() const override { return heads_; }

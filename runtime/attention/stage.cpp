@@ -18,6 +18,7 @@
 
 #include "headsep/error.hpp"
 #include "headsep/stats.hpp"
+#include "support/float_bits.hpp"
 #include "support/tsan_order.hpp"
 
 namespace headsep {
@@ -202,6 +203,11 @@ void check_maps(const ReportBatch& b, const WeightBlock& w, const std::string& l
           sum += a[k];
         }
         if (ok && std::fabs(sum - 1.0) <= 1e-3) continue;
+        for (std::size_t k = 0; k < n; ++k)
+          if (detail::is_unwritten(a[k]))
+            throw Error(where(label, b, r, scenario) + ": " + (h ? "head" + std::to_string(h) : std::string("single")) +
+                        " attention row of query " + std::to_string(q + 1) + ", key " + std::to_string(k + 1) +
+                        " was not written by weights() (a scheme must fill every map it is given)");
         char v[64];
         std::snprintf(v, sizeof v, "%g", sum);
         throw Error(where(label, b, r, scenario) + ": " + (h ? "head" + std::to_string(h) : std::string("single")) +
@@ -301,9 +307,11 @@ void size_maps(const ReportBatch& b, std::uint32_t H, std::size_t max_report_byt
   const std::uint64_t total = weights.query_offset[n_rep];
   if (total * sizeof(double) * (H + 1) > max_report_bytes * 4)
     throw Error(labelled(label) + "scenario '" + scenario + "': the batch's attention maps need " +
-                std::to_string(total * sizeof(double) * (H + 1) >> 20) + " MiB; lower --chunk");
+                std::to_string(total * sizeof(double) * (H + 1) >> 20) + " MiB (at most 4 x --max-report-mb); " +
+                (n_rep > 1 ? "lower --chunk" : "raise --max-report-mb or use shorter reports"));
   weights.rows.resize(H + 1);
-  for (auto& row : weights.rows) row.resize(total);
+  // Poisoned: a map entry the scheme leaves unwritten is refused by name (check_maps).
+  for (auto& row : weights.rows) row.assign(total, detail::unwritten());
 }
 
 /// The slot's top reports by separation, as flags (none when keep_top is 0): any report in the

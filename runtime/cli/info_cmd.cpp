@@ -20,18 +20,18 @@ int info_cmd() {
     for (auto l : v) s += (s.empty() ? "" : " ") + std::string(to_string(l));
     return s;
   };
-  std::printf("headsep %s\n", "0.1.0");
-  std::printf("plugin abi:     %d.%d\n", HEADSEP_PLUGIN_ABI_MAJOR, HEADSEP_PLUGIN_ABI_MINOR);
-  std::printf("plugin folder:  %s\n", builtin_plugin_dir().string().c_str());
-  std::printf("simd compiled:  %s\n", join_levels(compiled_levels()).c_str());
-  std::printf("simd supported: %s\n", join_levels(supported_levels()).c_str());
-  std::printf("simd chosen:    %s\n", std::string(to_string(default_level())).c_str());
+  std::fprintf(data_stdout(), "headsep %s\n", "0.1.0");
+  std::fprintf(data_stdout(), "plugin abi:     %d.%d\n", HEADSEP_PLUGIN_ABI_MAJOR, HEADSEP_PLUGIN_ABI_MINOR);
+  std::fprintf(data_stdout(), "plugin folder:  %s\n", builtin_plugin_dir().string().c_str());
+  std::fprintf(data_stdout(), "simd compiled:  %s\n", join_levels(compiled_levels()).c_str());
+  std::fprintf(data_stdout(), "simd supported: %s\n", join_levels(supported_levels()).c_str());
+  std::fprintf(data_stdout(), "simd chosen:    %s\n", std::string(to_string(default_level())).c_str());
   if (dist::compiled())
-    std::printf("mpi:            %s; %d rank%s%s\n", dist::library().c_str(), dist::size(), dist::size() == 1 ? "" : "s",
+    std::fprintf(data_stdout(), "mpi:            %s; %d rank%s%s\n", dist::library().c_str(), dist::size(), dist::size() == 1 ? "" : "s",
                 dist::active() ? "" : " (not started by an MPI launcher)");
   else
-    std::printf("mpi:            not compiled in (one process)\n");
-  std::printf("fp32 peak:      %.1f GFLOP/s per core (measured: FMA chains at %s)\n", measure_fp32_peak_gflops(),
+    std::fprintf(data_stdout(), "mpi:            not compiled in (one process)\n");
+  std::fprintf(data_stdout(), "fp32 peak:      %.1f GFLOP/s per core (measured: FMA chains at %s)\n", measure_fp32_peak_gflops(),
               std::string(to_string(default_level())).c_str());
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "dist/dist.hpp"
 #include "headsep/error.hpp"
 #include "headsep/output.hpp"
+#include "support/text_util.hpp"
 
 namespace {
 
@@ -37,7 +38,8 @@ std::string shell_command_line(int argc, char** argv) {
 
 /// A failure on any rank: one message, from rank 0, naming the rank; then every rank stops.
 int failed(const char* kind, const std::string& what, int code) {
-  const std::string cause = headsep::dist::where() + what;
+  // Bounded and escaped: a message may carry a plugin's or a file's text (ESC, CR/LF, 10 MB).
+  const std::string cause = headsep::printable(headsep::dist::where() + what);
   if (headsep::dist::rank() == 0) std::fprintf(stderr, "headsep: %s%s\n", kind, cause.c_str());
   headsep::dist::fail(cause, code);
   return code;
@@ -101,6 +103,7 @@ int main(int argc, char** argv) {
   // run on rank 0 alone.
   headsep::dist::init(&argc, &argv);
   install_signal_handlers();
+  protect_stdout();  // plugins' prints go to stderr, never into the data on stdout
   const std::string cl = shell_command_line(argc, argv);
   commands.run_args.command_line = commands.example_args.command_line = cl;
   commands.sweep_args.job.command_line = commands.scaling_args.job.command_line = cl;
@@ -112,14 +115,15 @@ int main(int argc, char** argv) {
     const int rc = commands.dispatch();
     // What went to standard output (rows, the table) must have arrived: a full disk there is an
     // error, not a silent success.
-    const int flushed = std::fflush(stdout), err = errno;
-    if (flushed != 0 || std::ferror(stdout))
+    std::fflush(stdout);  // whatever plugins printed (to stderr)
+    const int flushed = std::fflush(data_stdout()), err = errno;
+    if (flushed != 0 || std::ferror(data_stdout()))
       throw Error(std::string("<stdout>: write failed: ") + (flushed != 0 ? std::strerror(err) : "write error"));
     headsep::dist::print_stats(commands.run_args.mpi);
     headsep::dist::finalize();
     return rc;
   } catch (const headsep::dist::RemoteError& e) {  // already names its rank
-    std::fprintf(stderr, "headsep: error: %s\n", e.what());
+    std::fprintf(stderr, "headsep: error: %s\n", headsep::printable(e.what()).c_str());
     headsep::dist::fail(e.what(), 1);
     return 1;
   } catch (const UsageError& e) {

@@ -177,9 +177,9 @@ void check_model_args(const RunArgs& a, bool report) {
 void print_model_table(const ModelSummary& sum) {
   std::uint64_t reports = 0, tokens = 0;
   for (const auto& sc : sum.scenarios) reports += sc.reports, tokens += sc.tokens;
-  std::printf("%s", sum.table().c_str());
+  std::fprintf(data_stdout(), "%s", sum.table().c_str());
   const double peak = measure_fp32_peak_gflops();
-  std::printf("%llu reports, %llu tokens in %.3f s: %.0f tokens/s, forward %.1f GFLOP/s = %.0f %% of %u x %.0f GFLOP/s fp32 peak (%s, %u threads)\n",
+  std::fprintf(data_stdout(), "%llu reports, %llu tokens in %.3f s: %.0f tokens/s, forward %.1f GFLOP/s = %.0f %% of %u x %.0f GFLOP/s fp32 peak (%s, %u threads)\n",
               static_cast<unsigned long long>(reports), static_cast<unsigned long long>(tokens), sum.seconds,
               sum.seconds > 0 ? double(tokens) / sum.seconds : 0.0, sum.seconds > 0 ? sum.gflop / sum.seconds : 0.0,
               sum.seconds > 0 ? 100.0 * sum.gflop / sum.seconds / (peak * sum.threads) : 0.0, sum.threads, peak,
@@ -195,6 +195,8 @@ void print_model_table(const ModelSummary& sum) {
 int model_cmd(const RunArgs& a) {
   const bool report = !a.report_html.empty() || !a.plot_svg.empty();
   check_model_args(a, report);
+  check_outputs(a);
+  CommitGroup group;  // the summary, rows, maps, report and trace appear together or not at all
   ModelJob job = open_model_job(a, report);
   const std::string& axes_spec = job.axes_spec;
   const RunOptions& ro = job.run;
@@ -232,6 +234,7 @@ int model_cmd(const RunArgs& a) {
   }
   prof.commit_trace();
   outputs.commit();
+  group.commit();
   if (!a.quiet) print_model_table(sum);
   if (a.profile) std::fprintf(stderr, "%s", prof.profiler->table().c_str());
   report_text_status(sum);

@@ -9,6 +9,7 @@
 #include <oneapi/tbb/info.h>
 
 #include "headsep/error.hpp"
+#include "support/text_util.hpp"
 #include "headsep/kernels.hpp"
 
 namespace headsep::cli {
@@ -110,7 +111,7 @@ Setup build_setup(const RunArgs& a) {
   }
   s.weighting = open_weighting_plugin(s.registry, wp->name, wparams, s.source->schema());
   s.axes = AxisMap::bind(specs, s.source->schema().feature_names);
-  for (const auto& f : s.registry.failures()) std::fprintf(stderr, "headsep: warning: skipped %s\n", f.what.c_str());
+  for (const auto& f : s.registry.failures()) std::fprintf(stderr, "headsep: warning: skipped %s\n", printable(f.what).c_str());
   return s;
 }
 
@@ -171,6 +172,16 @@ ProfileRun::ProfileRun(const RunArgs& a) {
 
 void ProfileRun::commit_trace() {
   if (trace) trace->write(profiler->trace_json()), trace->commit();
+}
+
+void check_outputs(const RunArgs& a) {
+  std::vector<std::pair<std::string, std::string>> outs{{"--output", a.output},       {"--per-report", a.per_report},
+                                                        {"--summary", a.summary},     {"--attention", a.attention},
+                                                        {"--trace", a.trace},         {"--report-html", a.report_html}};
+  std::error_code ec;
+  if (!a.plot_svg.empty() && std::filesystem::is_directory(a.plot_svg, ec))  // else report::write creates it
+    outs.emplace_back("--plot-svg", (std::filesystem::path(a.plot_svg) / "headsep-probe.svg").string());
+  check_output_paths(outs);
 }
 
 }  // namespace headsep::cli

@@ -98,4 +98,8 @@ struct ProfileRun {
   void commit_trace();
 };
 
+/// Every output a run or --model run names, checked before anything is computed (check_output_paths):
+/// two options on one file refused naming both, each folder able to take the file.
+void check_outputs(const RunArgs& a);
+
 }  // namespace headsep::cli

@@ -69,8 +69,12 @@ CLI::App* add_run(CLI::App& app, RunArgs& ra) {
   runc->add_option("--output,-o", ra.output, "Write the rows to this file (atomically) instead of stdout");
   runc->add_option("--per-report", ra.per_report, "Stream every (report, scenario) row to PATH (.jsonl or .csv)");
   runc->add_option("--summary", ra.summary, "Write the per-scenario summary (stats, quantiles, histogram, top-k) as JSON");
-  runc->add_option("--top", ra.top, "Reports with the largest separation kept per scenario")->capture_default_str();
-  runc->add_option("--bins", ra.bins, "Histogram bins of head_separation")->check(CLI::PositiveNumber)->capture_default_str();
+  runc->add_option("--top", ra.top, "Reports with the largest separation kept per scenario")
+      ->check(CLI::Range(std::size_t(0), std::size_t(1) << 20))
+      ->capture_default_str();
+  runc->add_option("--bins", ra.bins, "Histogram bins of head_separation")
+      ->check(CLI::Range(std::size_t(1), std::size_t(100000)))
+      ->capture_default_str();
   runc->add_flag("--quiet,-q", ra.quiet, "No progress bar and no summary table");
   runc->add_option("--threads", ra.threads, "Worker threads (0 = all cores)");
   runc->add_option("--simd", ra.simd, "Force a SIMD level: scalar, sse2, avx2, avx512 (default: best, or $HEADSEP_SIMD)");
@@ -153,6 +157,7 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
     dist::serve(*s.source, *s.weighting, s.axes, opt, full);
     return 0;
   }
+  CommitGroup outputs;  // every file of this run appears together, at the end, or none does
   std::unique_ptr<ChunkExchange> exchange;
   if (dist::size() > 1) opt.exchange = (exchange = dist::make_merger(*s.source, full)).get();
   if (!a.per_report.empty()) add_rows(a.per_report, format_from_extension(a.per_report));
@@ -196,9 +201,10 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
   if (after) after(*summary, stats);
   prof.commit_trace();
   for (auto& f : files) f->commit();
+  outputs.commit();
   if (table) {
-    std::printf("%s", summary->table().c_str());
-    std::printf("%llu reports, %llu (report, scenario) groups in %.3f s: %.3g groups/s (%s, %s)\n",
+    std::fprintf(data_stdout(), "%s", summary->table().c_str());
+    std::fprintf(data_stdout(), "%llu reports, %llu (report, scenario) groups in %.3f s: %.3g groups/s (%s, %s)\n",
                 static_cast<unsigned long long>(stats.reports), static_cast<unsigned long long>(stats.groups),
                 stats.seconds, stats.seconds > 0 ? double(stats.groups) / stats.seconds : 0.0,
                 std::string(to_string(opt.simd)).c_str(),
@@ -218,6 +224,7 @@ int run_cmd(const RunArgs& a) {
   if (a.attention_reports != "first:8") parse_keep(a.attention_reports);
   if (dist::size() > 1 && a.input == "-")
     throw UsageError("--input -: standard input reaches rank 0 only; under mpirun give a file every rank can open");
+  if (dist::rank() == 0) check_outputs(a);
   Setup s = build_setup(a);
   // --mpi-csv ranges (measured alternative, docs/DISTRIBUTED.md): every rank parses its
   // byte ranges of the CSV instead of rank 0 reading it all.

@@ -49,7 +49,9 @@ CLI::App* add_scaling(CLI::App& app, ScalingArgs& s) {
   scalingc->add_option("--weighting,-w", ca.weighting, "Weighting scheme plugin");
   add_job_options(*scalingc, ca);
   add_engine_options(*scalingc, ca);
-  scalingc->add_option("--top", ca.top, "Top-k reports per scenario in the summary")->capture_default_str();
+  scalingc->add_option("--top", ca.top, "Top-k reports per scenario in the summary")
+      ->check(CLI::Range(std::size_t(0), std::size_t(1) << 20))
+      ->capture_default_str();
   scalingc->add_flag("--quiet,-q", ca.quiet, "No progress lines");
   scalingc->add_option("--report-html", ca.report_html, "Write an offline HTML page: speedup and per-stage figures, the table");
   scalingc->add_option("--plot-svg", ca.plot_svg, "Write the figures as SVG files into this folder");
@@ -427,7 +429,7 @@ int scaling_cmd(const ScalingArgs& o) {
   const std::vector<prof::ScalingPoint> points = median_points(runs);
   if (!o.json.empty()) write_scaling_json(a, points, o.json);
   if (!a.report_html.empty() || !a.plot_svg.empty()) write_scaling_report(o, job.shape, points, by_ranks);
-  std::printf("%s", prof::scaling_table(points).c_str());
+  std::fprintf(data_stdout(), "%s", prof::scaling_table(points).c_str());
   check_identical(points, by_ranks);
   return 0;
 }

@@ -72,7 +72,7 @@ int sweep_cmd(const SweepArgs& args) {
     d.sweep = sw;
     report::write(d, a.report_html, a.plot_svg);
   }
-  if (!a.quiet) std::printf("%s", report::sweep_table(sw).c_str());
+  if (!a.quiet) std::fprintf(data_stdout(), "%s", report::sweep_table(sw).c_str());
   return 0;
 }
 

@@ -227,6 +227,7 @@ void Pipeline::weigh_and_compute_all(Work& w, prof::StageTimer& timer) {
   w.weights.keep_baseline = false;
   w.weights.resize(weighting_.heads(), b.n_tokens(), static_cast<std::uint32_t>(slots), plan_.shared_baseline);
   timer.to(prof::kWeightingAll);
+  poison_weights(w.weights, false);
   weighting_.weights(b, Weighting::kAllSlots, w.weights);
   timer.to(prof::kValidate);
   for (std::size_t j = 0; j < slots; ++j)
@@ -235,7 +236,7 @@ void Pipeline::weigh_and_compute_all(Work& w, prof::StageTimer& timer) {
   bool nonfinite = false;
   compute_all_slots(w, w.axis64, opt_.simd, res.metrics, plan_.shared_baseline, nonfinite);
   timer.to(prof::kValidate);
-  for (std::size_t j = 0; j < slots && nonfinite; ++j) check_results(b, res.metrics[j], w.names[j]);
+  for (std::size_t j = 0; j < slots && nonfinite; ++j) check_results(b, res.metrics[j], w.names[j], source_.label(), plan_.label);
 }
 
 // Scenario `slot` of a per-token scheme: its weights, their validation, the metric kernels.
@@ -247,6 +248,7 @@ void Pipeline::weigh_and_compute(Work& w, std::size_t slot, prof::StageTimer& ti
   w.weights.resize(weighting_.heads(), b.n_tokens());  // (one slot: rows [0, heads])
   w.weights.keep_baseline = slot > 0 && plan_.shared_baseline;
   timer.to(prof::weighting(plan_.own.empty() ? b.scenarios[slot] : slot));
+  poison_weights(w.weights, w.weights.keep_baseline);
   weighting_.weights(b, static_cast<std::uint32_t>(slot), w.weights);
   timer.to(prof::kValidate);
   check_weights(b, w.weights, 0, w.weights.keep_baseline, name, plan_.label, opt_.simd);
@@ -256,7 +258,7 @@ void Pipeline::weigh_and_compute(Work& w, std::size_t slot, prof::StageTimer& ti
   if (opt_.precision == Precision::f64) compute_slot(w, w.axis64, opt_.simd, res.metrics[slot], baseline, nonfinite);
   else compute_slot(w, w.axis32, opt_.simd, res.metrics[slot], baseline, nonfinite);
   timer.to(prof::kValidate);
-  if (nonfinite) check_results(b, res.metrics[slot], name);
+  if (nonfinite) check_results(b, res.metrics[slot], name, source_.label(), plan_.label);
 }
 
 // Scenario `slot` of an attention scheme (runtime/attention/): QKV projections and the fused
@@ -271,7 +273,7 @@ void Pipeline::attention(Work& w, std::size_t slot, bool& projected32, prof::Sta
   attention_slot(b, weighting_, static_cast<std::uint32_t>(slot), w.axis32, opt_.simd, name, plan_.label, w.weights,
                  w.attention, res.metrics[slot], opt_, res.dumps.empty() ? nullptr : &res.dumps[slot]);
   timer.to(prof::kValidate);
-  check_results(b, res.metrics[slot], name);
+  check_results(b, res.metrics[slot], name, source_.label(), plan_.label);
 }
 
 void Pipeline::prepare_sinks(Work& w, prof::StageTimer& timer) {

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "support/text_util.hpp"
+
 namespace headsep {
 namespace {
 
@@ -166,7 +168,7 @@ std::string Summary::table() const {
   for (const auto& s : scenarios_) {
     const auto& m = s.metrics[0];
     auto q = [&](double p) { return m.sketch.count() ? m.sketch.quantile(p) : 0.0; };
-    std::snprintf(line, sizeof line, "%-30s %12llu %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f\n", s.name.c_str(),
+    std::snprintf(line, sizeof line, "%-30s %12llu %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f\n", printable(s.name, 200).c_str(),
                   static_cast<unsigned long long>(s.count), m.moments.count() ? m.moments.mean() : 0.0, m.moments.stddev(),
                   q(0.01), q(0.10), q(0.50), q(0.90), q(0.99));
     out += line;
@@ -183,7 +185,7 @@ std::string Summary::table() const {
   for (const auto& s : scenarios_)
     for (std::uint32_t h = 0; h <= info_.heads; ++h) {
       const Metric* m = &s.metrics[first_head + std::size_t(h) * kHeadStats];
-      std::snprintf(line, sizeof line, "%-30s %-8s %10.4f %10.4f %10.4f %10.4f %10.4f\n", s.name.c_str(),
+      std::snprintf(line, sizeof line, "%-30s %-8s %10.4f %10.4f %10.4f %10.4f %10.4f\n", printable(s.name, 200).c_str(),
                     head_name(h).c_str(), mean(m[kEntropy]), mean(m[kConfidence]), mean(m[kSelfWeight]),
                     mean(m[kPrevWeight]), mean(m[kFirstWeight]));
       out += line;
@@ -199,7 +201,7 @@ std::string Summary::table() const {
       for (std::uint32_t j = i + 1; j <= info_.heads; ++j, ++p) {
         const Metric* m = &s.metrics[first_pair + p * kPairStats];
         const std::string pair = std::to_string(i) + "-" + std::to_string(j);
-        std::snprintf(line, sizeof line, "%-30s %-12s %10.4f %10.4f %10.4f %10.4f %10.4f\n", s.name.c_str(), pair.c_str(),
+        std::snprintf(line, sizeof line, "%-30s %-12s %10.4f %10.4f %10.4f %10.4f %10.4f\n", printable(s.name, 200).c_str(), pair.c_str(),
                       mean(m[kJensenShannon]), mean(m[kPositionOverlap]), mean(m[kSubspaceCosine]),
                       mean(m[kOutputCosine]), mean(m[kOutputDistance]));
         out += line;

@@ -3,6 +3,7 @@
 // scenario and (for weights) the head and token.
 #include "engine/validate.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -25,13 +26,24 @@ void check_weights(const ReportBatch& batch, const WeightBlock& w, std::size_t s
         if (!(row[t] >= 0.0 && row[t] <= 1.7976931348623157e308)) {
           char v[32];
           std::snprintf(v, sizeof v, "%g", row[t]);
-          throw Error((label.empty() ? std::string() : label + ": ") + "report '" + batch.report_id(r) + "', scenario '" +
-                      scenario + "': " +
-                      (h ? "head" + std::to_string(h) : std::string("single")) + " weight of token " +
-                      std::to_string(t - batch.token_offset[r] + 1) + " is " + v +
-                      " (weights must be finite and >= 0)");
+          const std::string where = (label.empty() ? std::string() : label + ": ") + "report '" +
+                                    batch.report_id(r) + "', scenario '" + scenario + "': " +
+                                    (h ? "head" + std::to_string(h) : std::string("single")) + " weight of token " +
+                                    std::to_string(t - batch.token_offset[r] + 1);
+          if (detail::is_unwritten(row[t]))  // poisoned before the call (poison_weights) and left so
+            throw Error(where + " was not written by weights() (" +
+                        (h ? "row " + std::to_string(h) + ", head " + std::to_string(h)
+                           : std::string("row 0, the single-head baseline")) +
+                        (w.slots > 1 ? " of slot " + std::to_string(slot) : std::string()) +
+                        "; a scheme must fill every row it is given, for every token)");
+          throw Error(where + " is " + v + " (weights must be finite and >= 0)");
         }
   }
+}
+
+void poison_weights(WeightBlock& w, bool keep_first) {
+  for (std::size_t i = keep_first ? 1 : 0; i < w.rows.size(); ++i)
+    std::fill(w.rows[i].begin(), w.rows[i].end(), detail::unwritten());
 }
 
 namespace {
@@ -45,7 +57,8 @@ std::uint64_t nonfinite_bits(const std::vector<double>& v) noexcept {
 
 }  // namespace
 
-void check_results(const ReportBatch& batch, const MetricBlock& m, const std::string& scenario) {
+void check_results(const ReportBatch& batch, const MetricBlock& m, const std::string& scenario, const std::string& source,
+                   const std::string& weighting) {
   const std::uint64_t bits = nonfinite_bits(m.context) | nonfinite_bits(m.separation) | nonfinite_bits(m.head_stats) |
                              nonfinite_bits(m.pair_stats);
   if (!(bits >> 63)) return;
@@ -59,7 +72,8 @@ void check_results(const ReportBatch& batch, const MetricBlock& m, const std::st
       for (std::uint32_t k = 0; k < m.pair_stat_count; ++k) ok = ok && std::isfinite(m.pair_stat(p, k, r));
     if (!ok)
       throw Error("report '" + batch.report_id(r) + "', scenario '" + scenario +
-                  "': a context overflowed to a non-finite value (inputs too large)");
+                  "': a context overflowed to a non-finite value: the inputs from " + source + " are too large for " +
+                  (weighting.empty() ? std::string("the weighting") : weighting));
   }
 }
 

@@ -15,7 +15,13 @@ namespace headsep::engine {
 void check_weights(const ReportBatch& batch, const WeightBlock& w, std::size_t slot, bool skip_baseline,
                    const std::string& scenario, const std::string& label, SimdLevel level);
 
-// Throws Error naming the first report of `m` with a non-finite context, separation or statistic.
-void check_results(const ReportBatch& batch, const MetricBlock& m, const std::string& scenario);
+// Every row a scheme is about to fill set to detail::unwritten() (row 0 kept when `keep_first`:
+// slot 0's shared baseline), so check_weights can tell a weight never written from one written.
+void poison_weights(WeightBlock& w, bool keep_first);
+
+// Throws Error naming the first report of `m` with a non-finite context, separation or statistic,
+// and the plugins whose values met there (`source` and `weighting`: their labels).
+void check_results(const ReportBatch& batch, const MetricBlock& m, const std::string& scenario, const std::string& source,
+                   const std::string& weighting);
 
 }  // namespace headsep::engine

@@ -58,7 +58,8 @@ AttentionSpecPlan plan_from_spec(const headsep_attention_spec* raw, const Schema
 
   AttentionWeights w;
   try {
-    if (spec.weights_path && *spec.weights_path) {
+    const bool from_file = spec.weights_path && *spec.weights_path;
+    if (from_file) {
       AttentionLoadOptions lo;
       if (spec.baseline_path && *spec.baseline_path) lo.baseline = spec.baseline_path;
       lo.d_model = x_width;
@@ -90,11 +91,16 @@ AttentionSpecPlan plan_from_spec(const headsep_attention_spec* raw, const Schema
         w = seeded_attention_weights(spec.d_model, heads, spec.d_k, spec.d_v, spec.seed);
       }
     }
-    // The baseline: the file's, else the plugin's s_* matrices, else seeded.
-    if (w.s_w_q.empty()) {
+    // The baseline: the file's, else the plugin's s_* matrices (over the seeded heads' baseline
+    // too: non-NULL means "use these"), else seeded.
+    const bool file_baseline = from_file && !w.s_w_q.empty();
+    const bool given = spec.s_w_q || spec.s_w_k || spec.s_w_v;
+    if (given && !(spec.s_w_q && spec.s_w_k && spec.s_w_v))
+      throw fail(std::string("the baseline's s_w_q, s_w_k and s_w_v are given together or not at all (NULL:") +
+                 (spec.s_w_q ? "" : " s_w_q") + (spec.s_w_k ? "" : " s_w_k") + (spec.s_w_v ? "" : " s_w_v") + ")");
+    if (!file_baseline && (given || w.s_w_q.empty())) {
       const std::size_t D = w.d_model;
-      if (spec.s_w_q) {
-        if (!spec.s_w_k || !spec.s_w_v) throw fail("s_w_q is given but s_w_k or s_w_v is NULL");
+      if (given) {
         w.s_w_q = copy(spec.s_w_q, D * D), w.s_b_q = copy(spec.s_b_q, D);
         w.s_w_k = copy(spec.s_w_k, D * D), w.s_b_k = copy(spec.s_b_k, D);
         w.s_w_v = copy(spec.s_w_v, D * D), w.s_b_v = copy(spec.s_b_v, D);
@@ -107,7 +113,7 @@ AttentionSpecPlan plan_from_spec(const headsep_attention_spec* raw, const Schema
     if (w.d_model != x_width)
       throw fail("the weights' d_model is " + std::to_string(w.d_model) + " but the input X is " + std::to_string(x_width) +
                  " wide (" + (out.reads_features ? "feature columns" : "embeddings") + ")");
-    w.validate(label);
+    w.validate("its matrices");  // (fail() below names the plugin and the spec once)
     out.plan = std::make_shared<const AttentionPlan>(w, cfg);
   } catch (const PluginError&) {
     throw;

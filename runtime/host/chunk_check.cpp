@@ -12,6 +12,7 @@
 
 #include "headsep/plugin_host.hpp"
 #include "host/text_checks.hpp"
+#include "support/float_bits.hpp"
 
 namespace headsep::host {
 
@@ -40,9 +41,68 @@ bool any_nonfinite(const double* x, std::uint64_t n) {
         std::snprintf(v, sizeof v, "%g", x[t]);
         throw PluginError(where + ": report '" + b.report_id(r) + "' (report " + std::to_string(r + 1) +
                           " of the chunk): feature '" + schema.feature_names[f] + "' of token " +
-                          std::to_string(t - b.token_offset[r] + 1) + " is " + v + " (feature values must be finite)");
+                          std::to_string(t - b.token_offset[r] + 1) +
+                          (detail::is_unwritten(x[t]) ? std::string(" was not written (the buffer feature() returned must be filled)")
+                                                      : std::string(" is ") + v + " (feature values must be finite)"));
       }
   throw PluginError(where + ": feature '" + schema.feature_names[f] + "' holds a non-finite value");
+}
+
+// True when every x[i] is finite and >= 0 (-0.0 included): one OR over the float_bits tests.
+#if defined(__GNUC__) && defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+bool valid_weights(const double* x, std::uint64_t n) {
+  std::uint64_t bits = 0;
+  for (std::uint64_t i = 0; i < n; ++i) bits |= detail::nonfinite_bit(x[i]) | detail::negative_bit(x[i]);
+  return !(bits >> 63);
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+bool any_nonfinite32(const float* x, std::uint64_t n) {
+  std::uint32_t bits = 0;
+  for (std::uint64_t i = 0; i < n; ++i) bits |= std::bit_cast<std::uint32_t>(x[i] * 0.0f);
+  return (bits & 0x7f800000u) != 0;
+}
+
+// The report and token of global token t.
+std::string token_at(const ReportBatch& b, std::uint64_t t) {
+  std::size_t r = static_cast<std::size_t>(std::upper_bound(b.token_offset.begin(), b.token_offset.end(), t) -
+                                           b.token_offset.begin()) - 1;
+  return "report '" + b.report_id(r) + "' (report " + std::to_string(r + 1) + " of the chunk), token " +
+         std::to_string(t - b.token_offset[r] + 1);
+}
+
+[[noreturn]] void throw_bad_given(const ReportBatch& b, const Schema& schema, const ChunkSink& sink, std::size_t i,
+                                  const std::string& where) {
+  const std::size_t rows = std::size_t(schema.given_heads) + 1, slot = i / rows, row = i % rows;
+  const auto& x = b.given_weights[i];
+  for (std::uint64_t t = 0; t < x.size(); ++t)
+    if (!(x[t] >= 0.0 && std::isfinite(x[t]))) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%g", x[t]);
+      throw PluginError(where + ": " + token_at(b, t) + ", scenario '" + shown(sink.scenarios.at(slot)) + "': given " +
+                        (row ? "head" + std::to_string(row) : std::string("single")) + " weight " +
+                        (detail::is_unwritten(x[t]) ? std::string("was not written (the buffer given_weights() returned must be filled)")
+                                                    : std::string("is ") + v + " (weights must be finite and >= 0)"));
+    }
+  throw PluginError(where + ": given weight row " + std::to_string(i) + " holds a bad value");
+}
+
+[[noreturn]] void throw_bad_embedding(const ReportBatch& b, std::uint32_t d_model, const std::string& where) {
+  const auto& x = b.embeddings;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (!std::isfinite(x[i])) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%g", double(x[i]));
+      throw PluginError(where + ": " + token_at(b, i / d_model) + ": embedding value " + std::to_string(i % d_model + 1) +
+                        " of " + std::to_string(d_model) +
+                        (detail::is_unwritten(x[i]) ? std::string(" was not written (the buffer embeddings() returned must be filled)")
+                                                    : std::string(" is ") + v + " (embeddings must be finite)"));
+    }
+  throw PluginError(where + ": an embedding holds a non-finite value");
 }
 
 }  // namespace
@@ -51,6 +111,10 @@ void check_chunk(const ChunkSink& sink, const ReportBatch& batch, const Schema& 
   auto bad = [&](const std::string& what) { return PluginError(where + " is malformed: " + what); };
   if (!sink.offsets_set) throw bad("token_offsets() was never called");
   const auto& off = batch.token_offset;
+  for (std::size_t r = 0; r <= sink.n_reports; ++r)  // poisoned by token_offsets()
+    if (off[r] == kUnwrittenOffset)
+      throw bad("token offset " + std::to_string(r) + " of " + std::to_string(sink.n_reports + 1) +
+                " was not written (the array token_offsets() returned must be filled)");
   if (off[0] != 0) throw bad("token_offset[0] must be 0");
   // Branch-free and SSE2-vectorisable (no 64-bit compares): with every offset below 2^63, a
   // decrease sets the top bit of the difference; the exact search runs only when a top bit is set.
@@ -96,9 +160,14 @@ void check_chunk(const ChunkSink& sink, const ReportBatch& batch, const Schema& 
     if (auto it = std::adjacent_find(sorted.begin(), sorted.end()); it != sorted.end())
       throw bad("scenario '" + shown(*it) + "' is listed twice (each scenario is evaluated once per report)");
   }
-  // Feature values must be finite (the search for the culprit only on failure).
+  // Feature values must be finite (the search for the culprit only on failure); so must given
+  // weights (and >= 0) and embeddings, which are this generator's as much as its features are.
   for (std::size_t f = 0; f < schema.feature_names.size(); ++f)
     if (any_nonfinite(batch.features[f].data(), n_tokens)) throw_nonfinite(batch, schema, f, where);
+  for (std::size_t i = 0; i < batch.given_weights.size(); ++i)
+    if (!valid_weights(batch.given_weights[i].data(), n_tokens)) throw_bad_given(batch, schema, sink, i, where);
+  if (schema.d_model && any_nonfinite32(batch.embeddings.data(), batch.embeddings.size()))
+    throw_bad_embedding(batch, schema.d_model, where);
 }
 
 }  // namespace headsep::host

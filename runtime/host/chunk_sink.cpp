@@ -4,6 +4,7 @@
 
 #include "headsep/plugin_host.hpp"
 #include "host/text_checks.hpp"
+#include "support/float_bits.hpp"
 #include "support/text_util.hpp"
 
 namespace headsep::host {
@@ -55,7 +56,8 @@ ChunkSink::ChunkSink(ReportBatch& batch, std::uint64_t max, std::uint32_t featur
   c.report_id = &report_id;
   c.token_name = &token_name;
   c.embeddings = &embeddings;
-  // Reuse the batch's buffers without zeroing: the plugin writes every element it asks for.
+  // Reuse the batch's buffers; each callback fills what it hands out with detail::unwritten()
+  // (offsets with kUnwrittenOffset), so check_chunk refuses any element the plugin skipped.
   b->features.resize(features);
   b->report_ids.clear();
   b->token_names.clear();
@@ -83,7 +85,7 @@ std::uint64_t* ChunkSink::token_offsets(headsep_chunk_out* o, std::uint64_t n) {
     return s->fail<std::uint64_t>("token_offsets(" + std::to_string(n) + "): a chunk holds 1.." +
                                   std::to_string(s->max_reports) + " reports");
   try {
-    s->b->token_offset.resize(n + 1);
+    s->b->token_offset.assign(n + 1, kUnwrittenOffset);  // poisoned: check_chunk names an offset left so
   } catch (...) {
     return s->fail<std::uint64_t>("out of memory for token offsets");
   }
@@ -99,12 +101,12 @@ double* ChunkSink::feature(headsep_chunk_out* o, std::uint32_t f, std::uint64_t 
     return s->fail<double>("feature(" + std::to_string(f) + "): the schema has " + std::to_string(s->n_features) + " features");
   if (n > lim::max_chunk_tokens) return s->fail<double>(too_many_tokens("feature", n));
   try {
-    s->b->features[f].resize(n);
+    s->b->features[f].assign(n, detail::unwritten());  // poisoned: check_chunk names a value left so
   } catch (...) {
     return s->fail<double>("out of memory for feature values");
   }
   s->feature_set[f] = 1;
-  return s->b->features[f].data();
+  return n ? s->b->features[f].data() : no_values<double>();
 }
 
 std::int32_t ChunkSink::scenario(headsep_chunk_out* o, const char* name, std::uint64_t len) {
@@ -138,11 +140,11 @@ double* ChunkSink::given_weights(headsep_chunk_out* o, std::uint32_t slot, std::
   const std::size_t i = std::size_t(slot) * (std::size_t(s->given_heads) + 1) + row;
   try {
     if (s->b->given_weights.size() <= i) s->b->given_weights.resize(i + 1);
-    s->b->given_weights[i].resize(n);
+    s->b->given_weights[i].assign(n, detail::unwritten());
   } catch (...) {
     return s->fail<double>("out of memory for given weights");
   }
-  return s->b->given_weights[i].data();
+  return n ? s->b->given_weights[i].data() : no_values<double>();
 }
 
 std::int32_t ChunkSink::report_id(headsep_chunk_out* o, const char* id, std::uint64_t len) {
@@ -166,19 +168,20 @@ std::int32_t ChunkSink::report_id(headsep_chunk_out* o, const char* id, std::uin
 }
 
 float* ChunkSink::embeddings(headsep_chunk_out* o, std::uint64_t n) {
-  auto* s = self(o);
+  auto* s = self(o, "embeddings()");
+  if (s->dead) return nullptr;
   if (s->d_model == 0) return s->fail<float>("embeddings(): the schema declares no embeddings (d_model = 0)");
   // The chunk token limit first, as feature() has it (found by tests/fuzz: 2^31+1 tokens passed
   // the 2^40-floats bound and the host tried to allocate 8 GB for a malformed request).
   if (n > lim::max_chunk_tokens) return s->fail<float>(too_many_tokens("embeddings", n));
   if (n > (std::uint64_t(1) << 40) / s->d_model) return s->fail<float>("embeddings(" + std::to_string(n) + "): too many tokens");
   try {
-    s->b->embeddings.resize(n * s->d_model);
+    s->b->embeddings.assign(n * s->d_model, detail::unwritten32());
   } catch (...) {
     return s->fail<float>("out of memory for embeddings");
   }
   s->embeddings_set = true;
-  return s->b->embeddings.data();
+  return n ? s->b->embeddings.data() : no_values<float>();
 }
 
 std::int32_t ChunkSink::token_name(headsep_chunk_out* o, const char* name, std::uint64_t len) {

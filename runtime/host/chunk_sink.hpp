@@ -19,6 +19,16 @@ namespace headsep::host {
 
 struct ChunkSink;
 
+// What token_offsets() fills its array with before the plugin writes it (no real offset is this).
+inline constexpr std::uint64_t kUnwrittenOffset = ~std::uint64_t(0);
+
+// A non-NULL buffer for a request of 0 values (NULL means "refused"); nothing may be written to it.
+template <class T>
+T* no_values() {
+  alignas(64) static T none[1];
+  return none;
+}
+
 // Calls through a headsep_chunk_out after the next_chunk call that received it returned (a plugin
 // that kept the pointer): refused, and the first one recorded so the run fails naming the plugin.
 struct LateCalls {

@@ -3,12 +3,18 @@
 // See include/headsep/plugin.h and docs/PLUGINS.md for the contract checked here.
 #include "host/loader.hpp"
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <utility>
 
 #include "host/params.hpp"
 #include "host/text_checks.hpp"
+#include "support/in_flight.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep {
 
@@ -41,13 +47,39 @@ std::shared_ptr<Library> open_library(const fs::path& file, const std::string& f
   return lib;
 }
 
+// True when p lies in an executable segment of a loaded object: calling anything else (a data
+// symbol named like the entry point, a descriptor field pointing at data) would crash every
+// command that scans the plugin's folder.
+bool is_code(const void* p) {
+  struct Find {
+    std::uintptr_t at;
+    bool found = false;
+  } find{reinterpret_cast<std::uintptr_t>(p)};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        auto* q = static_cast<Find*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          const std::uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && q->at >= start && q->at < start + ph.p_memsz)
+            return q->found = true, 1;
+        }
+        return 0;
+      },
+      &find);
+  return find.found;
+}
+
 // The descriptor the entry point returns, not yet checked (never NULL).
 const headsep_plugin_descriptor* call_entry(Library& lib, const std::string& f) {
   if (!lib.has(HEADSEP_PLUGIN_ENTRY_SYMBOL))
     throw PluginError(f + ": no entry symbol '" HEADSEP_PLUGIN_ENTRY_SYMBOL
                           "' (not a headsep plugin, or the symbol is not exported: use HEADSEP_PLUGIN_EXPORT or the SDK macros)");
+  if (!is_code(::dlsym(lib.native(), HEADSEP_PLUGIN_ENTRY_SYMBOL)))
+    throw PluginError(f + ": '" HEADSEP_PLUGIN_ENTRY_SYMBOL "' is not a function (a data symbol?): not a headsep plugin");
   const headsep_plugin_descriptor* raw = nullptr;
   try {
+    support::InFlight in_flight(f.c_str(), HEADSEP_PLUGIN_ENTRY_SYMBOL "()");
     raw = lib.get<const headsep_plugin_descriptor*()>(HEADSEP_PLUGIN_ENTRY_SYMBOL)();
   } catch (...) {
     throw PluginError(f + ": " HEADSEP_PLUGIN_ENTRY_SYMBOL "() threw an exception");
@@ -86,6 +118,17 @@ std::string check_descriptor(const headsep_plugin_descriptor& d, const std::stri
   if (!d.description) throw missing("description", "a one-line description");
   if (auto p = text_problem(d.version); !p.empty()) throw PluginError(who + ": version " + p);
   if (auto p = text_problem(d.description, true); !p.empty()) throw PluginError(who + ": description " + p);
+  auto code = [&](const void* fn, const char* field) {
+    if (fn && !is_code(fn))
+      throw PluginError(who + ": descriptor field '" + field + "' does not point to code (a function pointer was expected)");
+  };
+  for (auto [fn, field] : {std::pair<const void*, const char*>{reinterpret_cast<const void*>(d.last_error), "last_error"},
+                           {reinterpret_cast<const void*>(d.open), "open"}, {reinterpret_cast<const void*>(d.describe), "describe"},
+                           {reinterpret_cast<const void*>(d.next_chunk), "next_chunk"}, {reinterpret_cast<const void*>(d.close), "close"},
+                           {reinterpret_cast<const void*>(d.create), "create"},
+                           {reinterpret_cast<const void*>(d.describe_weighting), "describe_weighting"},
+                           {reinterpret_cast<const void*>(d.weights), "weights"}, {reinterpret_cast<const void*>(d.destroy), "destroy"}})
+    code(fn, field);
   if (!d.last_error) throw missing("last_error", "function");
   if (d.kind == HEADSEP_KIND_SCENARIO) {
     if (!d.open) throw missing("open", "function");
@@ -110,10 +153,12 @@ std::string check_descriptor(const headsep_plugin_descriptor& d, const std::stri
 std::string last_error_of(const Entry& e) {
   const char* m = nullptr;
   try {
+    support::InFlight in_flight(e.in_flight.c_str(), "last_error()");
     m = e.d.last_error();
   } catch (...) {
   }
-  return m && *m ? std::string(m) : std::string("(the plugin gave no message)");
+  // Bounded before it is copied (a 10 MB message was echoed whole) and escaped (ESC, CR/LF).
+  return m && *m ? printable(std::string_view(m, strnlen(m, 4096)), 1000) : std::string("(the plugin gave no message)");
 }
 
 std::shared_ptr<Entry> load_entry(const fs::path& file) {
@@ -142,6 +187,7 @@ std::shared_ptr<Entry> load_entry(const fs::path& file) {
   info.abi_minor = head[1];
   info.file = file;
   info.params = declared_params(who, d.params, d.n_params);
+  e->in_flight = info.label();
   return e;
 }
 

@@ -15,6 +15,7 @@ struct PluginRegistry::Entry {
   std::shared_ptr<boost::dll::shared_library> lib;
   headsep_plugin_descriptor d{};  // the plugin's descriptor, fields beyond its struct_size zeroed
   PluginInfo info;
+  std::string in_flight;  // info.label(), kept for the crash handler (support/in_flight.hpp)
 };
 
 namespace host {

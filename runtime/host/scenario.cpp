@@ -14,6 +14,7 @@
 #include "host/loader.hpp"
 #include "host/params.hpp"
 #include "host/text_checks.hpp"
+#include "support/in_flight.hpp"
 
 namespace headsep {
 
@@ -38,6 +39,7 @@ class PluginSource final : public ReportSource {
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;
     try {
+      support::InFlight in_flight(e_->in_flight.c_str(), "open()");
       st = d.open(cp.data(), static_cast<std::uint32_t>(cp.size()), &state_);
     } catch (const std::exception& ex) {
       thrown = ex.what();
@@ -45,16 +47,19 @@ class PluginSource final : public ReportSource {
       thrown = "unknown";
     }
     if (!thrown.empty()) throw PluginError(e_->info.label() + ": open() let a C++ exception escape: " + thrown);
+    if (st == HEADSEP_ERROR_PARAM) throw UsageError(e_->info.label() + ": " + last_error_of(*e_));  // a value refused
     if (st != HEADSEP_OK) throw PluginError(e_->info.label() + ": open failed: " + last_error_of(*e_));
     if (!state_) state_ = nullptr;  // a NULL state is allowed (stateless plugins)
     headsep_schema cs{};
     try {
+      support::InFlight in_flight(e_->in_flight.c_str(), "describe()");
       st = d.describe(state_, &cs);
     } catch (...) {
       st = HEADSEP_ERROR;
     }
     if (st != HEADSEP_OK) {
       std::string msg = last_error_of(*e_);
+      support::InFlight in_flight(e_->in_flight.c_str(), "close()");
       d.close(state_);
       throw PluginError(e_->info.label() + ": describe failed: " + msg);
     }
@@ -71,12 +76,14 @@ class PluginSource final : public ReportSource {
       random_ = (cs.flags & HEADSEP_SCHEMA_RANDOM_ACCESS) != 0;
       total_ = cs.total_reports;
     } catch (...) {
+      support::InFlight in_flight(e_->in_flight.c_str(), "close()");
       d.close(state_);
       throw;
     }
   }
   ~PluginSource() override {
     try {
+      support::InFlight in_flight(e_->in_flight.c_str(), "close()");
       e_->d.close(state_);
     } catch (...) {
     }
@@ -204,6 +211,7 @@ class PluginSource final : public ReportSource {
     slot->c = sink.c;
     slot->sink.store(&sink, std::memory_order_release);
     try {
+      support::InFlight in_flight(e_->in_flight.c_str(), "next_chunk()");
       st = e_->d.next_chunk(state_, index, max_reports, &slot->c);
     } catch (const std::exception& ex) {
       thrown = ex.what();

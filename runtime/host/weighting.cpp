@@ -12,6 +12,7 @@
 #include "host/loader.hpp"
 #include "host/params.hpp"
 #include "host/text_checks.hpp"
+#include "support/in_flight.hpp"
 
 namespace headsep {
 
@@ -44,6 +45,7 @@ class PluginWeighting final : public Weighting {
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;
     try {
+      support::InFlight in_flight(e_->in_flight.c_str(), "create()");
       st = d.create(cp.data(), static_cast<std::uint32_t>(cp.size()), &cs, &state_);
     } catch (const std::exception& ex) {
       thrown = ex.what();
@@ -51,14 +53,17 @@ class PluginWeighting final : public Weighting {
       thrown = "unknown exception";
     }
     if (!thrown.empty()) throw PluginError(e_->info.label() + ": create() let a C++ exception escape: " + thrown);
+    if (st == HEADSEP_ERROR_PARAM) throw UsageError(e_->info.label() + ": " + last_error_of(*e_));  // a value refused
     if (st != HEADSEP_OK) throw PluginError(e_->info.label() + ": create failed: " + last_error_of(*e_));
     headsep_weighting_info wi{};
     try {
+      support::InFlight in_flight(e_->in_flight.c_str(), "describe_weighting()");
       st = d.describe_weighting(state_, &wi);
     } catch (...) {
       st = HEADSEP_ERROR;
     }
     auto fail = [&](const std::string& msg) {
+      support::InFlight in_flight(e_->in_flight.c_str(), "destroy()");
       d.destroy(state_);
       return PluginError(e_->info.label() + ": " + msg);
     };
@@ -70,6 +75,7 @@ class PluginWeighting final : public Weighting {
       checked_names(e_->info.label() + ": describe_weighting(): ", "scenario_names", "n_scenarios", "scenario",
                     wi.n_scenarios, wi.scenario_names, lim::max_scenarios);
     } catch (...) {
+      support::InFlight in_flight(e_->in_flight.c_str(), "destroy()");
       d.destroy(state_);
       throw;
     }
@@ -99,6 +105,7 @@ class PluginWeighting final : public Weighting {
           plans_.push_back(std::move(sp.plan));
         }
       } catch (...) {
+        support::InFlight in_flight(e_->in_flight.c_str(), "destroy()");
         d.destroy(state_);
         throw;
       }
@@ -109,6 +116,7 @@ class PluginWeighting final : public Weighting {
   }
   ~PluginWeighting() override {
     try {
+      support::InFlight in_flight(e_->in_flight.c_str(), "destroy()");
       e_->d.destroy(state_);
     } catch (...) {
     }
@@ -157,6 +165,7 @@ class PluginWeighting final : public Weighting {
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;
     try {
+      support::InFlight in_flight(e_->in_flight.c_str(), "weights()");
       st = e_->d.weights(state_, &v, slot, rows.data());
     } catch (const std::exception& ex) {
       thrown = ex.what();
@@ -167,7 +176,7 @@ class PluginWeighting final : public Weighting {
     if (st != HEADSEP_OK)
       throw PluginError(e_->info.label() + ": weights failed for " +
                         (all ? std::string("every scenario at once") : "scenario '" + scenario_name(b, slot) + "'") +
-                        "' (reports " + b.report_id(0) + "..): " + last_error_of(*e_));
+                        " (reports " + b.report_id(0) + "..): " + last_error_of(*e_));
     // Weights are validated (finite, >= 0) by the engine, which names this plugin via label().
   }
 

@@ -286,9 +286,18 @@ class CsvSource final : public ReportSource {
     c_report_ = required("report_id");
     c_scenario_ = required("scenario");
     c_token_ = required("token");
+    // Feature columns in the file's order, whatever order they were asked in (--axes,
+    // csv.features): that order is X's for attention schemes reading features (docs/ATTENTION.md).
+    std::vector<std::pair<std::size_t, std::string>> feats;
     for (const auto& f : opt.features) {
-      c_features_.push_back(required(f));
-      schema_.feature_names.push_back(f);
+      for (const auto& [c, name] : feats)
+        if (name == f) throw Error(reader_.path() + ": feature column '" + f + "' is asked for twice (csv.features)");
+      feats.emplace_back(required(f), f);
+    }
+    std::sort(feats.begin(), feats.end());
+    for (auto& [c, name] : feats) {
+      c_features_.push_back(c);
+      schema_.feature_names.push_back(std::move(name));
     }
     if (opt.weights) {
       c_weights_.push_back(required("single_weight"));

@@ -13,8 +13,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
+#include <memory>
 
 #include "headsep/error.hpp"
+#include "support/in_flight.hpp"
 
 namespace headsep {
 
@@ -44,10 +47,62 @@ std::atomic<int> g_anonymous{0};
 // set_output_temporaries: read by each OutputFile as it opens.
 std::atomic<Temporaries> g_temporaries_kind{Temporaries::unnamed};
 
-void on_signal(int sig) {
+// Removes every named temporary (unnamed ones vanish with the process); true if there were any.
+bool remove_temporaries() noexcept {
   int removed = g_anonymous.load() > 0;
   for (auto& t : g_temporaries)
     if (char* p = t.exchange(nullptr)) removed += ::unlink(p) == 0;
+  return removed;
+}
+
+// One line on stderr from pieces, without allocation (signal handlers, exit handlers).
+void say(std::initializer_list<const char*> parts) noexcept {
+  char line[1024];
+  std::size_t n = 0;
+  for (const char* part : parts)
+    for (const char* c = part; c && *c && n < sizeof line - 2; ++c) line[n++] = *c == '\n' || *c == '\x1b' ? ' ' : *c;
+  line[n++] = '\n';
+  [[maybe_unused]] auto w = ::write(STDERR_FILENO, line, n);
+}
+
+const char* signal_name(int sig) noexcept {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGABRT: return "SIGABRT";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    default: return "a fatal signal";
+  }
+}
+
+// A crash: not containable in-process (docs/PLUGINS.md, "Isolation"), but named: the plugin call
+// this thread was in, if any. Then the default action (core dump, exit status 128 + signal).
+void on_crash(int sig) {
+  const bool removed = remove_temporaries();
+  const support::InFlightCall* f = support::t_in_flight;
+  if (f)
+    say({"headsep: fatal: ", signal_name(sig), " in ", f->who, ", during its ", f->call,
+         " (a plugin runs inside headsep's process: its crash ends the run", removed ? "; removed unfinished output)" : ")"});
+  else
+    say({"headsep: fatal: ", signal_name(sig), " (no plugin call was in progress on the crashing thread)",
+         removed ? "; removed unfinished output" : ""});
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// exit() called by a plugin (any thread): the run did not finish, whatever status it asked for.
+// Ends at once, before static destructors (oneTBB's finalizer crashed when a worker called exit).
+void on_exit_call() {
+  const support::InFlightCall* f = support::t_in_flight;
+  if (!f) return;
+  const bool removed = remove_temporaries();
+  say({"headsep: error: ", f->who, " called exit() during its ", f->call, removed ? "; removed unfinished output" : ""});
+  ::_exit(1);
+}
+
+void on_signal(int sig) {
+  const int removed = remove_temporaries();
   if (sig != SIGPIPE) {  // a closed stdout (| head) ends quietly
     const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
     char line[128] = "headsep: interrupted by ";
@@ -74,11 +129,42 @@ void install_signal_handlers() {
   sa.sa_handler = &on_signal;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(sig, &sa, nullptr);
+  struct sigaction crash {};
+  crash.sa_handler = &on_crash;
+  crash.sa_flags = SA_RESETHAND | SA_NODEFER;
+  sigemptyset(&crash.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL}) ::sigaction(sig, &crash, nullptr);
+  std::atexit(&on_exit_call);
 }
 
+// ---- standard output, kept from plugins -----------------------------------------------------
+namespace {
+std::FILE* g_data_stdout = nullptr;  // protect_stdout(): headsep's own copy of descriptor 1
+CommitGroup* g_group = nullptr;      // the CommitGroup alive, if any (main thread)
+}  // namespace
+
+std::FILE* data_stdout() noexcept { return g_data_stdout ? g_data_stdout : stdout; }
+
+void protect_stdout() noexcept {
+  if (g_data_stdout) return;
+  std::fflush(stdout);
+  const int fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (fd < 0) return;  // no standard output to protect
+  std::FILE* f = ::fdopen(fd, "w");
+  if (!f || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    if (f) std::fclose(f);
+    else ::close(fd);
+    return;
+  }
+  g_data_stdout = f;
+}
+
+// ---- OutputFile ------------------------------------------------------------------------------
+
 OutputFile::OutputFile(const std::string& path) : path_(path) {
-  if (path.empty() || path == "-") {
-    file_ = stdout;
+  // Standard output by any name: headsep's copy of it (descriptor 1 itself may be stderr now).
+  if (path.empty() || path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1") {
+    file_ = data_stdout();
     return;
   }
   // Devices and pipes (/dev/null, /dev/stdout, a FIFO) are written in place: renaming a
@@ -131,7 +217,7 @@ OutputFile::OutputFile(const std::string& path) : path_(path) {
 }
 
 OutputFile::~OutputFile() {
-  if (file_ && file_ != stdout) {
+  if (file_ && file_ != data_stdout()) {
     std::fclose(file_);
     if (!committed_ && !direct_ && !anonymous_) std::remove(tmp_.c_str());
   }
@@ -147,18 +233,18 @@ void OutputFile::write(std::string_view bytes) {
 }
 
 std::uint64_t OutputFile::position() {
-  const off_t at = file_ && file_ != stdout ? ::ftello(file_) : -1;
+  const off_t at = file_ && file_ != data_stdout() ? ::ftello(file_) : -1;
   if (at < 0) throw Error(path_ + ": cannot tell the write position: " + std::strerror(errno));
   return static_cast<std::uint64_t>(at);
 }
 
 void OutputFile::skip(std::uint64_t bytes) {
-  if (!file_ || file_ == stdout || ::fseeko(file_, static_cast<off_t>(bytes), SEEK_CUR) != 0)
+  if (!file_ || file_ == data_stdout() || ::fseeko(file_, static_cast<off_t>(bytes), SEEK_CUR) != 0)
     throw Error(path_ + ": cannot seek: " + std::strerror(errno));
 }
 
 std::string OutputFile::shared_path() const {
-  if (!file_ || file_ == stdout || direct_) return {};
+  if (!file_ || file_ == data_stdout() || direct_) return {};
   if (anonymous_) return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(::fileno(file_));
   return tmp_;
 }
@@ -166,7 +252,7 @@ std::string OutputFile::shared_path() const {
 void OutputFile::commit() {
   if (capture_) return;
   if (std::fflush(file_) != 0) throw Error(path_ + ": write failed: " + std::strerror(errno));
-  if (file_ == stdout) return;
+  if (file_ == data_stdout()) return;
   if (direct_) {
     std::fclose(file_);
     file_ = nullptr;
@@ -175,6 +261,11 @@ void OutputFile::commit() {
   }
   // mkstemp and O_TMPFILE create 0600; give the file the usual permissions.
   ::fchmod(::fileno(file_), 0644);
+  if (g_group) return g_group->adopt(*this);  // named with the run's other outputs
+  finish_commit();
+}
+
+void OutputFile::finish_commit() {
   if (anonymous_) return link_anonymous();
   if (std::fclose(file_) != 0) {
     file_ = nullptr;
@@ -226,6 +317,68 @@ void OutputFile::link_anonymous() {
   file_ = nullptr;
   committed_ = true;
   --g_anonymous;
+}
+
+// ---- CommitGroup ----------------------------------------------------------------------------
+
+CommitGroup::CommitGroup() : previous_(g_group) { g_group = this; }
+
+CommitGroup::~CommitGroup() {
+  g_group = previous_;
+  pending_.clear();  // each unfinished file removed by its destructor
+}
+
+// Takes over `file`'s unfinished file (flushed): `file` is left committed and empty.
+void CommitGroup::adopt(OutputFile& file) {
+  auto kept = std::unique_ptr<OutputFile>(new OutputFile(OutputFile::Adopted{}));
+  kept->path_ = file.path_, kept->tmp_ = std::move(file.tmp_), kept->file_ = file.file_;
+  kept->anonymous_ = file.anonymous_, kept->slot_ = file.slot_;
+  file.file_ = nullptr, file.anonymous_ = false, file.slot_ = std::size_t(-1), file.committed_ = true;
+  pending_.push_back(std::move(kept));
+}
+
+void CommitGroup::commit() {
+  for (auto& f : pending_) f->finish_commit();
+  pending_.clear();
+}
+
+// ---- outputs checked before a run -------------------------------------------------------------
+
+namespace {
+// One file whatever the path says: the folder resolved through links (weakly_canonical), and
+// for an existing file its device and inode (hard links).
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ea, eb;
+  const fs::path ca = fs::weakly_canonical(fs::absolute(a, ea), ea), cb = fs::weakly_canonical(fs::absolute(b, eb), eb);
+  if (!ea && !eb && ca == cb) return true;
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+}  // namespace
+
+void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      const auto &[oa, pa] = outputs[i];
+      const auto &[ob, pb] = outputs[j];
+      if (pa.empty() || pb.empty() || pa == "-" || pb == "-" || !same_file(pa, pb)) continue;
+      throw UsageError(oa + " " + pa + " and " + ob + " " + pb + " are the same file (one output would overwrite the other)");
+    }
+  for (const auto& [option, path] : outputs) {
+    if (path.empty() || path == "-") continue;
+    std::error_code ec;
+    const auto st = std::filesystem::status(path, ec);
+    if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+      if (std::filesystem::is_directory(st)) throw Error(option + " " + path + ": is a folder, not a file");
+      continue;  // a device or pipe, written in place
+    }
+    try {
+      OutputFile probe(path);  // created and removed: nothing is left
+    } catch (const Error& e) {
+      throw Error(option + " " + e.what());
+    }
+  }
 }
 
 }  // namespace headsep

@@ -80,6 +80,7 @@ std::string ModelSummary::json() const {
   j["simd"] = simd;
   j["seconds"] = seconds;
   j["gflop"] = gflop;
+  j["scenarios"] = nlohmann::ordered_json::array();  // present (empty) when no report came
   if (max_tokens) j["truncation"] = {{"max_tokens", max_tokens}, {"from", max_tokens_from}};
   for (const auto& sc : scenarios) {
     View v{*this, sc};

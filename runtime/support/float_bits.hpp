@@ -23,4 +23,14 @@ constexpr std::uint64_t negative_bit(double x) noexcept {
   return (u - 1) & u;
 }
 
+// "Not written": the quiet NaN headsep stores in every buffer a plugin must fill, before the call
+// (payload 0xdead5e7a). A check that finds a NaN afterwards tells this one apart from a NaN the
+// plugin wrote, so a row, token or value the plugin skipped is refused as "not written".
+inline constexpr std::uint64_t kUnwrittenBits = 0x7FF80000DEAD5E7Aull;
+inline constexpr std::uint32_t kUnwrittenBits32 = 0x7FC05E7Au;
+constexpr double unwritten() noexcept { return std::bit_cast<double>(kUnwrittenBits); }
+constexpr float unwritten32() noexcept { return std::bit_cast<float>(kUnwrittenBits32); }
+constexpr bool is_unwritten(double x) noexcept { return std::bit_cast<std::uint64_t>(x) == kUnwrittenBits; }
+constexpr bool is_unwritten(float x) noexcept { return std::bit_cast<std::uint32_t>(x) == kUnwrittenBits32; }
+
 }  // namespace headsep::detail

@@ -1,5 +1,6 @@
 #include "support/text_util.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -235,6 +236,42 @@ std::optional<std::string> canonical_double(std::string_view s) {
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, *v);
   return std::string(buf, r.ptr);
+}
+
+std::string printable(std::string_view s, std::size_t limit) {
+  std::string out;
+  out.reserve(std::min(s.size(), limit) + 16);
+  std::size_t i = 0;
+  auto escape = [&](unsigned char c) {
+    static constexpr char hex[] = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
+  while (i < s.size() && i < limit) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7f) escape(c);
+      else out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // One UTF-8 sequence: its length from the lead byte, valid only if find_invalid_utf8 agrees.
+    const std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    const std::string_view seq = s.substr(i, len);
+    if (len == 1 || seq.size() < len || find_invalid_utf8(seq)) {
+      escape(c);
+      ++i;
+    } else if (c == 0xC2 && static_cast<unsigned char>(seq[1]) < 0xA0) {  // C1 controls U+0080..U+009F
+      escape(c), escape(static_cast<unsigned char>(seq[1]));
+      i += 2;
+    } else {
+      out += seq;
+      i += len;
+    }
+  }
+  if (i < s.size()) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
 }
 
 }  // namespace headsep

@@ -24,6 +24,11 @@ void append_json_string(std::string& out, std::string_view utf8);
 /// RFC 4180 field: quoted when it holds a comma, quote, CR or LF.
 void append_csv_field(std::string& out, std::string_view s);
 
+/// Text from a plugin or a file made fit for one terminal line: control characters (C0, DEL, C1)
+/// and bytes of invalid UTF-8 as \xNN, cut after `limit` bytes of input (at a character
+/// boundary) with "... (N bytes)" saying how long it was.
+std::string printable(std::string_view s, std::size_t limit = 2000);
+
 /// Byte offset of the first invalid UTF-8 sequence, or nullopt when valid.
 std::optional<std::size_t> find_invalid_utf8(std::string_view s);
 

@@ -124,6 +124,22 @@ TEST_CASE("a file size limit (EFBIG in the middle of a file) fails the run and r
   CHECK(leftovers(dir.path).empty());
 }
 
+TEST_CASE("the outputs of a run appear together or not at all", "[faults][write]") {
+  // The summary (18 KB) is complete before the HTML report (70 KB) passes the size limit. Was:
+  // exit 1, but the summary's file stayed.
+  for (const char* temporaries : {"unnamed", "named"}) {
+    INFO(temporaries);
+    TempDir dir;
+    Limits lim;
+    lim.fsize = 40 * 1024;
+    const auto r = run_child(synth("2000") + std::vector<std::string>{"--temporaries", temporaries, "--summary", dir.file("s.json"),
+                                                                      "--report-html", dir.file("r.html")},
+                             lim);
+    check_failed(r, dir.file("r.html") + ": write failed: File too large");
+    CHECK(leftovers(dir.path).empty());
+  }
+}
+
 TEST_CASE("a read error in the middle of the input fails the run and leaves nothing", "[faults][read]") {
   TempDir dir;
   SECTION("read() fails after 300 rows (non-blocking pipe that stops delivering)") {

@@ -121,8 +121,10 @@ TEST_CASE("CSV source: columns in any order, extra columns ignored, scenarios gr
   REQUIRE(b.n_reports() == 1);
   CHECK(b.report_ids[0] == "r1");
   CHECK(b.token_names == std::vector<std::string>{"tA", "tB"});
-  CHECK(b.features[0] == std::vector<double>{1.0, 2.0});  // decision_axis
-  CHECK(b.features[2] == std::vector<double>{0.3, 0.4});  // condition_axis
+  // Feature columns in the file's order, whatever order they were asked in (docs/ATTENTION.md).
+  CHECK(src->schema().feature_names == std::vector<std::string>{"condition_axis", "decision_axis", "evidence_axis"});
+  CHECK(b.features[0] == std::vector<double>{0.3, 0.4});  // condition_axis
+  CHECK(b.features[1] == std::vector<double>{1.0, 2.0});  // decision_axis
   REQUIRE(b.scenarios.size() == 2);
   CHECK(src->schema().scenario_names[b.scenarios[1]] == "s2");
   // given_weights[j*(N+1)+h]

@@ -88,7 +88,7 @@ TEST_CASE("parameters are typed and validated", "[plugins]") {
   CHECK(contains(required.err, "needs parameter 'path'"));
 
   auto range = cli("run -s ops-reports -w uniform -p min_tokens=0");
-  CHECK(range.rc == 1);
+  CHECK(range.rc == 2);  // a value out of range is a usage error, as one of the wrong type
   CHECK(contains(range.err, "ops-reports.so"));
   CHECK(contains(range.err, "min_tokens"));
 
@@ -204,7 +204,7 @@ TEST_CASE("weighting schemes: uniform, axis-focus, table", "[plugins]") {
   REQUIRE(split.rc == 0);
   CHECK(contains(split.out, "x"));
   auto designs_bad = cli("run -s ops-reports -w axis-focus -p designs=x=nowhere@1");
-  CHECK(designs_bad.rc == 1);
+  CHECK(designs_bad.rc == 2);  // a parameter value refused (ParamError): a usage error
   CHECK(contains(designs_bad.err, "axis 'nowhere'"));
 
   // table needs data that carries weights.

@@ -332,3 +332,27 @@ TEST_CASE("tensor: the CLI runs a safetensors batch, without features the seed a
   INFO(r.err);
   CHECK(r.status == 0);
 }
+
+TEST_CASE("tensor: a file truncated after it was opened is an error naming the file, not SIGBUS", "[tensor]") {
+  // Was: the chunk read the memory-mapped file past its new end: SIGBUS, exit 135, no message.
+  TempDir tmp;
+  auto reg = builtins();
+  Uniform u;
+  const auto path = tmp.file("shrinking.safetensors");
+  testutil::write_file(path, u.file());
+  auto src = open_tensor(reg, path);
+  ReportBatch b;
+  REQUIRE(src->fill(0, 2, b));
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 200);  // x's last reports and features gone
+  const std::string what = [&] {
+    try {
+      for (std::uint64_t i = 0; src->fill(i, 2, b); ++i) {
+      }
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  }();
+  CHECK(contains(what, path));
+  CHECK(contains(what, "truncated during the run"));
+}
