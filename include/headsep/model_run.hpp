@@ -51,6 +51,7 @@ struct ModelRunOptions {
   std::size_t map_tokens = 32;      ///< queries and keys kept per map (a longer report's first ones)
   /// Where the run's time goes (headsep/profile.hpp), filled when run_model returns; null = off.
   Profiler* profiler = nullptr;
+  bool progress = false;  ///< progress bar on stderr, as RunOptions::progress (callers check it is a terminal)
 };
 
 /// The attention maps of one report, every layer and head: maps[((l*(H+1) + h)*keys + q)*keys + k]

@@ -1,5 +1,7 @@
 // headsep run --model: text reports through a BERT encoder, every (layer, head) measured; also
 // one count of `headsep scaling --model`. Both open the job the same way (open_model_job).
+#include <unistd.h>
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -23,6 +25,7 @@ struct ModelJob {
   ModelRunOptions options;
   std::string axes_spec;
   RunOptions run;
+  std::vector<PluginUse> plugins;  // the summary's run.plugins
 };
 
 ModelJob open_model_job(const RunArgs& a, bool report) {
@@ -42,6 +45,7 @@ ModelJob open_model_job(const RunArgs& a, bool report) {
   const PluginInfo none = no_weighting();
   auto [sparams, wparams] = split_params(params, sp, none);
   job.source = open_scenario_plugin(registry, a.scenario, sparams);
+  job.plugins = {plugin_use("scenario", sp, sparams)};
   job.axes.emplace(AxisMap::bind(specs, job.source->schema().feature_names));
   ModelRunOptions& mo = job.options;
   mo.threads = a.threads;
@@ -49,11 +53,26 @@ ModelJob open_model_job(const RunArgs& a, bool report) {
   mo.chunk_reports = a.chunk ? a.chunk : 128;
   mo.keep_maps = report;  // the top reports' maps (docs/REPORTS.md)
   mo.map_tokens = report::Limits{}.map_tokens;
+  mo.progress = !a.quiet && ::isatty(STDERR_FILENO);  // the engine's bar, on a terminal only
   mo.top_reports = a.top;  // the summary's top list (and the report's maps), as for the engine's runs
   return job;
 }
 
+/// The summary's run block of a --model job (start time now; threads and SIMD as the run reports them).
+RunProvenance model_provenance(const RunArgs& a, const ModelJob& job) {
+  RunProvenance r = provenance(a, job.plugins, job.run, job.axes->names(), true);
+  r.command = "run --model";
+  r.axes = job.axes_spec;
+  r.model_path = a.model;
+  r.options = {{"top", std::to_string(a.top)}};
+  r.execution.chunk = job.options.chunk_reports;
+  return r;
+}
+
 }  // namespace
+
+/// The scenario plugin of a --model job as it would be used (run.plugins of `scaling --model`).
+std::vector<PluginUse> model_plugins(const RunArgs& a) { return open_model_job(a, false).plugins; }
 
 /// One count of `headsep scaling --model`: the job opened afresh (a text file is read again), run
 /// with the profiler; the summary compared without what a run measures (seconds, threads).
@@ -61,6 +80,7 @@ prof::ScalingPoint model_scaling_point(const RunArgs& a, unsigned threads) {
   RunArgs v = a;
   v.threads = threads;
   ModelJob job = open_model_job(v, false);
+  job.options.progress = false;  // scaling prints its own line per count
   Profiler profiler;
   job.options.profiler = &profiler;
   const ModelSummary sum = run_model(*job.source, *job.model, *job.axes, job.options);
@@ -91,7 +111,9 @@ int model_cmd(const RunArgs& a) {
   const AxisMap& axes = *job.axes;
   ProfileRun prof(a);  // --profile / --trace: the engine's profiler, the model's stages
   mo.profiler = prof.profiler.get();
+  RunProvenance origin = model_provenance(a, job);
   const ModelSummary sum = run_model(*source, model, axes, mo);
+  origin.model_name = sum.model, origin.execution.threads = sum.threads, origin.execution.simd = sum.simd;
   if (report) {  // docs/REPORTS.md: the layer x head grids
     RunStats st;
     for (const auto& sc : sum.scenarios) st.reports += sc.reports, st.groups += sc.reports;
@@ -103,7 +125,8 @@ int model_cmd(const RunArgs& a) {
   }
   if (!a.summary.empty()) {
     OutputFile out(a.summary);
-    out.write(a.profile ? with_profile(sum.json(), *prof.profiler, " ") : sum.json());
+    const std::string text = stamp_summary(sum.json(), "model", origin, 1);
+    out.write(a.profile ? with_profile(text, *prof.profiler, " ") : text);
     out.commit();
   }
   prof.commit_trace();
@@ -112,11 +135,11 @@ int model_cmd(const RunArgs& a) {
     for (const auto& sc : sum.scenarios) reports += sc.reports, tokens += sc.tokens;
     std::printf("%s", sum.table().c_str());
     const double peak = measure_fp32_peak_gflops();
-    std::printf("%llu reports, %llu tokens in %.3f s: %.0f tokens/s, forward %.1f GFLOP/s = %.0f %% of %u x %.0f GFLOP/s fp32 peak (%s, %u threads)\n",
+    std::printf("%llu reports, %llu tokens in %.3f s: %.0f tokens/s, forward %.1f GFLOP/s = %.0f %% of %u x %.0f GFLOP/s fp32 peak (%s, %u thread%s)\n",
                 static_cast<unsigned long long>(reports), static_cast<unsigned long long>(tokens), sum.seconds,
                 sum.seconds > 0 ? double(tokens) / sum.seconds : 0.0, sum.seconds > 0 ? sum.gflop / sum.seconds : 0.0,
                 sum.seconds > 0 ? 100.0 * sum.gflop / sum.seconds / (peak * sum.threads) : 0.0, sum.threads, peak,
-                sum.simd.c_str(), sum.threads);
+                sum.simd.c_str(), sum.threads, sum.threads == 1 ? "" : "s");
   }
   if (a.profile) std::fprintf(stderr, "%s", prof.profiler->table().c_str());
   return 0;

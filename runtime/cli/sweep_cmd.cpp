@@ -27,6 +27,24 @@ CLI::App* add_sweep(CLI::App& app, SweepArgs& sw) {
   return sweepc;
 }
 
+namespace {
+
+/// The sweep JSON's run block: the plugins of the first value's job, with the swept parameter
+/// shown as --vary gave it (LO:HI:N or a list), and --vary among the options.
+RunProvenance sweep_provenance(const RunArgs& a, const Setup& s, const RunOptions& opt, const std::string& key,
+                               const std::string& vary) {
+  const RunInfo info = run_info(s);
+  RunProvenance r = provenance(a, s.plugins, opt, info.axis_names, info.attention);
+  const std::string values = vary.substr(std::min(vary.size(), vary.find('=') + 1));
+  for (auto& p : r.plugins)
+    for (auto& [k, v] : p.params)
+      if (k == key || p.name + "." + k == key) v = values;
+  r.options = {{"vary", vary}, {"bins", std::to_string(a.bins)}};
+  return r;
+}
+
+}  // namespace
+
 /// headsep sweep: the run's report set once per value of one plugin parameter (the report set is
 /// generated again for each value: docs/REPORTS.md has the measured cost).
 int sweep_cmd(const SweepArgs& args) {
@@ -49,11 +67,13 @@ int sweep_cmd(const SweepArgs& args) {
   RunOptions opt = run_options(a);
   report::Sweep sw = report::make_sweep(spec);
   RunStats total;
+  RunProvenance origin;  // the summary's run block: the first value's plugins, the swept key as given
   for (std::size_t i = 0; i < spec.values.size(); ++i) {
     RunArgs v = a;
     v.quiet = true, v.sweep_value = true, v.report_html.clear(), v.plot_svg.clear();
     v.params.push_back(spec.key + "=" + spec.values[i]);
     Setup s = build_setup(v);
+    if (i == 0) origin = sweep_provenance(a, s, opt, spec.key, vary);
     execute(s, v, [&](const Summary& sum, const RunStats& st) {
       report::add_sweep_run(sw, i, sum, st.seconds);
       total.reports += st.reports, total.groups += st.groups, total.seconds += st.seconds;
@@ -62,7 +82,7 @@ int sweep_cmd(const SweepArgs& args) {
   }
   if (!json.empty()) {
     OutputFile out(json);
-    out.write(report::sweep_json(sw));
+    out.write(stamp_summary(report::sweep_json(sw), "sweep", origin, 2));
     out.commit();
   }
   if (!a.report_html.empty() || !a.plot_svg.empty()) {
