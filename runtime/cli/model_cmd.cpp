@@ -52,7 +52,7 @@ ModelJob open_model_job(const RunArgs& a, bool report) {
   mo.simd = job.run.simd;
   mo.chunk_reports = a.chunk ? a.chunk : 128;
   mo.keep_maps = report;  // the top reports' maps (docs/REPORTS.md)
-  mo.map_tokens = report::Limits{}.map_tokens;
+  mo.map_tokens = report::Limits::model_map_tokens;
   mo.progress = !a.quiet && ::isatty(STDERR_FILENO);  // the engine's bar, on a terminal only
   mo.top_reports = a.top;  // the summary's top list (and the report's maps), as for the engine's runs
   return job;

@@ -396,6 +396,10 @@ void write_scaling_report(const ScalingArgs& o, const JobShape& shape, const std
   for (const auto& p : points) st.seconds += p.wall_s;
   d.header = report_header(a, run_options(a), st, shape.attention || !a.model.empty());
   if (!a.model.empty()) d.header.weighting_plugin = "the model's heads (--model " + a.model + ")";
+  if (!o.counts.empty()) d.header.params.push_back("--counts " + o.counts);
+  if (by_ranks) d.header.params.push_back("--ranks " + o.ranks), d.header.params.push_back("--launcher " + o.launcher);
+  if (o.ceiling) d.header.params.push_back("--ceiling");
+  if (o.check != "summary") d.header.params.push_back("--check " + o.check);
   if (o.repeat > 1) d.header.params.push_back("--repeat " + std::to_string(o.repeat));
   d.axes = shape.axis_names, d.heads = shape.heads;
   report::Scaling sc;

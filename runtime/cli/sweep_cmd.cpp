@@ -68,12 +68,13 @@ int sweep_cmd(const SweepArgs& args) {
   report::Sweep sw = report::make_sweep(spec);
   RunStats total;
   RunProvenance origin;  // the summary's run block: the first value's plugins, the swept key as given
+  RunInfo shape;         // heads and axes, for the report's header
   for (std::size_t i = 0; i < spec.values.size(); ++i) {
     RunArgs v = a;
     v.quiet = true, v.sweep_value = true, v.report_html.clear(), v.plot_svg.clear();
     v.params.push_back(spec.key + "=" + spec.values[i]);
     Setup s = build_setup(v);
-    if (i == 0) origin = sweep_provenance(a, s, opt, spec.key, vary);
+    if (i == 0) origin = sweep_provenance(a, s, opt, spec.key, vary), shape = run_info(s);
     execute(s, v, [&](const Summary& sum, const RunStats& st) {
       report::add_sweep_run(sw, i, sum, st.seconds);
       total.reports += st.reports, total.groups += st.groups, total.seconds += st.seconds;
@@ -87,8 +88,13 @@ int sweep_cmd(const SweepArgs& args) {
   }
   if (!a.report_html.empty() || !a.plot_svg.empty()) {
     report::ReportData d;
-    d.header = report_header(a, opt, total, false);
+    d.header = report_header(a, opt, total, shape.attention);
     d.header.params.push_back("--vary " + vary);
+    // Every value runs the same report set: the header counts one value's reports, not the sum.
+    const std::uint64_t n = spec.values.size();
+    d.header.reports_text = report::count(total.reports / n) + " per value × " + std::to_string(n) + " values (" +
+                            report::count(total.groups / n) + " report × scenario groups per value)";
+    d.axes = shape.axis_names, d.heads = shape.heads;
     d.sweep = sw;
     report::write(d, a.report_html, a.plot_svg);
   }

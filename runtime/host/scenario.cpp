@@ -34,7 +34,7 @@ class PluginSource final : public ReportSource {
  public:
   PluginSource(std::shared_ptr<const Entry> e, const PluginParams& resolved) : e_(std::move(e)) {
     for (const auto& [key, value] : resolved)
-      if (key == "path" && !value.empty()) user_file_ = value == "-" ? "<stdin>" : value;
+      if (key == "path" && !value.empty()) user_file_ = value;
     const auto& d = e_->d;
     auto cp = c_params(resolved);
     headsep_status st = HEADSEP_ERROR;

@@ -46,7 +46,7 @@ TEST_CASE("progress: a line with and without a known total", "[progress]") {
   CHECK(progress_line(30, 0, 3.0, true) == "30 reports  10 reports/s  in 3s");
 }
 
-TEST_CASE("progress: each draw erases the line; the last says 100 % and ends it", "[progress]") {
+TEST_CASE("progress: each draw erases the line, the last says 100 % and ends it", "[progress]") {
   std::FILE* f = std::tmpfile();
   REQUIRE(f);
   {
@@ -67,7 +67,7 @@ TEST_CASE("progress: each draw erases the line; the last says 100 % and ends it"
         "\r[##############################] 100.0%  100 reports  62.5 reports/s  in 2s\x1b[K\n");
 }
 
-TEST_CASE("progress: a short run draws nothing; a failed run ends its line without 100 %", "[progress]") {
+TEST_CASE("progress: a short run draws nothing, a failed run ends its line without 100 %", "[progress]") {
   std::FILE* f = std::tmpfile();
   REQUIRE(f);
   {
