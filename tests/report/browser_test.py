@@ -280,9 +280,43 @@ document.getElementById("out").textContent = JSON.stringify({chars: chars.length
           f"font stack, {r['tofu']} as tofu (install fonts-noto-cjk or fonts-nanum: scripts/setup.sh)")
 
 
+def collision_check(tmp, pages):
+    """In the rendered seed plots (the example, the 100k run, the model's layers), no label's box
+    meets a marker's or another label's (getBoundingClientRect in Chromium, 1 px tolerance)."""
+    svgs = []
+    for path in pages:
+        svgs += re.findall(r'<svg[^>]*class="fig seed-plot".*?</svg>', open(path, encoding="utf-8").read(), re.S)
+    page = os.path.join(tmp, "labels.html")
+    with open(page, "w", encoding="utf-8") as f:
+        f.write('<!DOCTYPE html><meta charset="utf-8"><body>' + "".join(
+            s.replace(' id="', ' data-id="', 1) for s in svgs) + """<pre id="out"></pre><script>
+const hits = [];
+const meets = (a, b) => a.left + 1 < b.right && b.left + 1 < a.right && a.top + 1 < b.bottom && b.top + 1 < a.bottom;
+let labels = 0;
+for (const svg of document.querySelectorAll("svg.seed-plot")) {
+  const ls = [...svg.querySelectorAll("text.separation-label")].map(e => [e.textContent, e.getBoundingClientRect()]);
+  const ms = [...svg.querySelectorAll("path.marker")].map(e => [e.getAttribute("class"), e.getBoundingClientRect()]);
+  labels += ls.length;
+  ls.forEach(([t, r], i) => {
+    ms.forEach(([c, m]) => { if (meets(r, m)) hits.push(svg.dataset.id + ": '" + t + "' on " + c); });
+    ls.slice(i + 1).forEach(([u, q]) => { if (meets(r, q)) hits.push(svg.dataset.id + ": '" + t + "' on '" + u + "'"); });
+  });
+}
+document.getElementById("out").textContent = JSON.stringify({plots: document.querySelectorAll("svg.seed-plot").length, labels, hits});
+</script>""")
+    dom, _ = browse("file://" + page, tmp, ["--dump-dom"])
+    m = re.search(r'<pre id="out">([^<]*)</pre>', dom)
+    check(m is not None, "labels: the measuring page ran")
+    if m:
+        r = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&#39;", "'"))
+        check(r["labels"] > 0 and not r["hits"], f"labels: {r['labels']} labels in {r['plots']} seed plots meet no marker "
+              f"and no other label" + (f" ({r['hits'][:3]})" if r["hits"] else ""))
+
+
 def finish_checks(tmp, doms, ex, att, mod):
-    """Tokens and tofu, hover values, the table of contents, page weight."""
+    """Tokens and tofu, label collisions, hover values, the table of contents, page weight."""
     glyph_check(tmp, ex)
+    collision_check(tmp, [p for p in doms if p != att])
     toks = by_id(doms[ex]).get("seed-tokens")
     check(toks is not None and "정지결정" in toks["text"] and "복귀조건" in toks["text"],
           "example: the page lists the seed's tokens (정지결정, 압력이상, 복귀조건)")
