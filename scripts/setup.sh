@@ -16,6 +16,8 @@ packages=(g++ cmake ninja-build pkg-config
   # the Python tools (a bare Debian 12 has neither).
   python3-pip python3-venv
   chromium  # tests only: the HTML reports are checked in headless Chromium (tests/report/)
+  fonts-noto-cjk  # Korean/CJK tokens in the reports render as glyphs, not boxes (tests/report/ checks it)
+  python3-jsonschema  # tests only: every kind of summary against docs/summary.schema.json
   libopenmpi-dev openmpi-bin iproute2)  # scale-out over MPI ranks; iproute2: the two-namespace test
 missing=()
 for p in "${packages[@]}"; do

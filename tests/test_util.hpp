@@ -48,6 +48,18 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+/// A summary's text without its run.execution member (docs/SUMMARY.md: what may differ between
+/// runs that give the same numbers: command line, start time, threads, ranks, SIMD, batch size);
+/// every other byte kept, so identity checks compare the rest byte for byte.
+inline std::string summary_text(const std::string& path) {
+  std::string text = read_file(path);
+  const auto at = text.find("\"execution\": {");
+  if (at == std::string::npos) return text;
+  const auto end = text.find('}', at);  // the block holds no nested object
+  const auto from = text.rfind(',', at);
+  return text.erase(from, end + 1 - from);
+}
+
 inline std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) {

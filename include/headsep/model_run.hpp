@@ -72,6 +72,7 @@ struct ModelRunOptions {
   /// the summary; 0 = not known (a source that is not a text generator).
   std::uint32_t max_tokens = 0;
   std::string max_tokens_from;
+  bool progress = false;  ///< progress bar on stderr, as RunOptions::progress (callers check it is a terminal)
 };
 
 /// The attention maps of one report, every layer and head: maps[((l*(H+1) + h)*keys + q)*keys + k]

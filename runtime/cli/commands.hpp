@@ -26,6 +26,8 @@ std::function<bool(const ReportBatch&, std::size_t)> parse_keep(const std::strin
 
 // headsep run --model (model_cmd.cpp): a BERT encoder's every (layer, head) on text reports.
 int model_cmd(const RunArgs& a);
+/// The scenario plugin of a --model job, every parameter resolved (the scaling JSON's run block).
+std::vector<PluginUse> model_plugins(const RunArgs& a);
 /// One count of `headsep scaling --model`.
 prof::ScalingPoint model_scaling_point(const RunArgs& a, unsigned threads);
 

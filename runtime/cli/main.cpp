@@ -6,7 +6,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <new>
+#include <vector>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -36,6 +38,34 @@ std::string shell_command_line(int argc, char** argv) {
   return cl;
 }
 
+/// Edit distance (insert, delete, substitute, swap of neighbours): how close a typo is to a command.
+std::size_t distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i)
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+/// A first word that is no subcommand: the message names it and the nearest command, if any is
+/// close (CLI11 alone says only that a subcommand is required). Empty when `word` is a command.
+std::string unknown_command(const CLI::App& app, const std::string& word) {
+  std::string best;
+  std::size_t best_d = SIZE_MAX;
+  for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == word) return {};
+    const std::size_t d = distance(word, sub->get_name());
+    if (d < best_d) best_d = d, best = sub->get_name();
+  }
+  std::string msg = "unknown command '" + word + "'";
+  if (best_d <= std::max<std::size_t>(2, word.size() / 3)) msg += "; did you mean '" + best + "'?";
+  return msg + " (headsep --help lists the commands)";
+}
+
 /// A failure on any rank: one message, from rank 0, naming the rank; then every rank stops.
 int failed(const char* kind, const std::string& what, int code) {
   // Bounded and escaped: a message may carry a plugin's or a file's text (ESC, CR/LF, 10 MB).
@@ -53,7 +83,7 @@ struct Commands {
   PluginsArgs plugins_args;
   TokenizeArgs tokenize_args;
   std::string temporaries = "unnamed";  // --temporaries: set_output_temporaries (headsep/output.hpp)
-  CLI::App *example, *run, *scaling, *sweep, *plugins, *tokenize, *info;
+  CLI::App *example, *run, *scaling, *sweep, *plugins, *tokenize, *info, *version;
 
   explicit Commands(CLI::App& app)
       : example(add_example(app, example_args)),
@@ -62,7 +92,8 @@ struct Commands {
         sweep(add_sweep(app, sweep_args)),
         plugins(add_plugins(app, plugins_args)),
         tokenize(add_tokenize(app, tokenize_args)),
-        info(add_info(app)) {
+        info(add_info(app)),
+        version(app.add_subcommand("version", "Print headsep's version")) {
     // Last on their commands' --help, as options added once every command exists.
     run->add_flag("--slot-by-slot", run_args.slot_by_slot,
                   "Ask an every-slot weighting (ABI 1.3) for one scenario at a time: same output, for A/B timing");
@@ -83,6 +114,7 @@ struct Commands {
     if (*plugins) return lead ? plugins_cmd(plugins_args) : 0;
     if (*tokenize) return lead ? tokenize_cmd(tokenize_args) : 0;
     if (*info) return lead ? info_cmd() : 0;
+    if (*version) return lead ? (std::fprintf(headsep::data_stdout(), "headsep %s\n", HEADSEP_VERSION), 0) : 0;
     return 0;
   }
 };
@@ -92,7 +124,14 @@ struct Commands {
 int main(int argc, char** argv) {
   CLI::App app{"headsep — how multi-head attention keeps relations apart"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("headsep ") + HEADSEP_VERSION);
   Commands commands(app);
+  if (argc > 1 && argv[1][0] != '-') {
+    if (const std::string msg = unknown_command(app, argv[1]); !msg.empty()) {
+      std::fprintf(stderr, "headsep: %s\n", msg.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -107,6 +146,7 @@ int main(int argc, char** argv) {
   const std::string cl = shell_command_line(argc, argv);
   commands.run_args.command_line = commands.example_args.command_line = cl;
   commands.sweep_args.job.command_line = commands.scaling_args.job.command_line = cl;
+  commands.sweep_args.job.command = "sweep", commands.scaling_args.job.command = "scaling";
   // Ranks 1..K-1 write no files: when the launcher stops them (rank 0 failed), they end quietly.
   if (headsep::dist::rank() != 0)
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL);

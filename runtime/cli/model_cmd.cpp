@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <unistd.h>
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -31,6 +33,7 @@ struct ModelJob {
   ModelRunOptions options;
   std::string axes_spec;
   RunOptions run;
+  std::vector<PluginUse> plugins;  // the summary's run.plugins
 };
 
 ModelJob open_model_job(const RunArgs& a, bool report) {
@@ -61,13 +64,15 @@ ModelJob open_model_job(const RunArgs& a, bool report) {
     job.options.max_tokens = t.tokens, job.options.max_tokens_from = t.source;
   }
   job.source = open_scenario_plugin(registry, a.scenario, sparams);
+  job.plugins = {plugin_use("scenario", sp, sparams)};
   job.axes.emplace(AxisMap::bind(specs, job.source->schema().feature_names));
   ModelRunOptions& mo = job.options;
   mo.threads = a.threads;
   mo.simd = job.run.simd;
   mo.chunk_reports = a.chunk ? a.chunk : 128;
   mo.keep_maps = report;  // the top reports' maps (docs/REPORTS.md)
-  mo.map_tokens = report::Limits{}.map_tokens;
+  mo.map_tokens = report::Limits::model_map_tokens;
+  mo.progress = !a.quiet && ::isatty(STDERR_FILENO) && dist::rank() == 0;  // the engine's bar: a terminal, rank 0
   mo.top_reports = a.top;  // the summary's top list (and the report's maps), as for the engine's runs
   return job;
 }
@@ -86,7 +91,21 @@ void report_text_status(const ModelSummary& sum) {
                  static_cast<unsigned long long>(empty), static_cast<unsigned long long>(reports));
 }
 
+/// The summary's run block of a --model job (start time now; threads and SIMD as the run reports them).
+RunProvenance model_provenance(const RunArgs& a, const ModelJob& job) {
+  RunProvenance r = provenance(a, job.plugins, job.run, job.axes->names(), true);
+  r.command = "run --model";
+  r.axes = job.axes_spec;
+  r.model_path = a.model;
+  r.options = {{"top", std::to_string(a.top)}};
+  r.execution.chunk = job.options.chunk_reports;
+  return r;
+}
+
 }  // namespace
+
+/// The scenario plugin of a --model job as it would be used (run.plugins of `scaling --model`).
+std::vector<PluginUse> model_plugins(const RunArgs& a) { return open_model_job(a, false).plugins; }
 
 /// One count of `headsep scaling --model`: the job opened afresh (a text file is read again), run
 /// with the profiler; the summary compared without what a run measures (seconds, threads).
@@ -94,6 +113,7 @@ prof::ScalingPoint model_scaling_point(const RunArgs& a, unsigned threads) {
   RunArgs v = a;
   v.threads = threads;
   ModelJob job = open_model_job(v, false);
+  job.options.progress = false;  // scaling prints its own line per count
   Profiler profiler;
   job.options.profiler = &profiler;
   const ModelSummary sum = run_model(*job.source, *job.model, *job.axes, job.options);
@@ -179,11 +199,11 @@ void print_model_table(const ModelSummary& sum) {
   for (const auto& sc : sum.scenarios) reports += sc.reports, tokens += sc.tokens;
   std::fprintf(data_stdout(), "%s", sum.table().c_str());
   const double peak = measure_fp32_peak_gflops();
-  std::fprintf(data_stdout(), "%llu reports, %llu tokens in %.3f s: %.0f tokens/s, forward %.1f GFLOP/s = %.0f %% of %u x %.0f GFLOP/s fp32 peak (%s, %u threads)\n",
+  std::fprintf(data_stdout(), "%llu reports, %llu tokens in %.3f s: %.0f tokens/s, forward %.1f GFLOP/s = %.0f %% of %u x %.0f GFLOP/s fp32 peak (%s, %u thread%s)\n",
               static_cast<unsigned long long>(reports), static_cast<unsigned long long>(tokens), sum.seconds,
               sum.seconds > 0 ? double(tokens) / sum.seconds : 0.0, sum.seconds > 0 ? sum.gflop / sum.seconds : 0.0,
               sum.seconds > 0 ? 100.0 * sum.gflop / sum.seconds / (peak * sum.threads) : 0.0, sum.threads, peak,
-              sum.simd.c_str(), sum.threads);
+              sum.simd.c_str(), sum.threads, sum.threads == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -217,7 +237,9 @@ int model_cmd(const RunArgs& a) {
   if (dist::size() > 1) mo.exchange = (exchange = dist::make_merger(*source, true)).get();
   ProfileRun prof(a);  // --profile / --trace: the engine's profiler, the model's stages
   mo.profiler = prof.profiler.get();
+  RunProvenance origin = model_provenance(a, job);
   const ModelSummary sum = run_model(*source, model, axes, mo);
+  origin.model_name = sum.model, origin.execution.threads = sum.threads, origin.execution.simd = sum.simd;
   if (report) {  // docs/REPORTS.md: the layer x head grids
     RunStats st;
     for (const auto& sc : sum.scenarios) st.reports += sc.reports, st.groups += sc.reports;
@@ -229,7 +251,8 @@ int model_cmd(const RunArgs& a) {
   }
   if (!a.summary.empty()) {
     OutputFile out(a.summary);
-    out.write(a.profile ? with_profile(sum.json(), *prof.profiler, " ") : sum.json());
+    const std::string text = stamp_summary(sum.json(), "model", origin, 1);
+    out.write(a.profile ? with_profile(text, *prof.profiler, " ") : text);
     out.commit();
   }
   prof.commit_trace();

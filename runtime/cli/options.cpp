@@ -11,6 +11,7 @@
 #include "headsep/error.hpp"
 #include "support/text_util.hpp"
 #include "headsep/kernels.hpp"
+#include "headsep/provenance.hpp"
 
 namespace headsep::cli {
 
@@ -110,6 +111,7 @@ Setup build_setup(const RunArgs& a) {
     wp = &s.registry.require("table", PluginKind::weighting);
   }
   s.weighting = open_weighting_plugin(s.registry, wp->name, wparams, s.source->schema());
+  s.plugins = {plugin_use("scenario", sp, sparams), plugin_use("weighting", *wp, wparams)};
   s.axes = AxisMap::bind(specs, s.source->schema().feature_names);
   for (const auto& f : s.registry.failures()) std::fprintf(stderr, "headsep: warning: skipped %s\n", printable(f.what).c_str());
   return s;
@@ -131,6 +133,28 @@ RunInfo run_info(const Setup& s) {
   RunInfo info{s.axes.names(), s.weighting->heads()};
   info.attention = s.weighting->per_query() || s.weighting->attention(0) != nullptr;
   return info;
+}
+
+PluginUse plugin_use(const char* role, const PluginInfo& p, const PluginParams& given) {
+  return PluginUse{role, p.name, p.version, resolve_params(p, given)};
+}
+
+RunProvenance provenance(const RunArgs& a, const std::vector<PluginUse>& plugins, const RunOptions& opt,
+                         const std::vector<std::string>& axis_names, bool attention) {
+  RunProvenance r;
+  r.command = a.command;
+  r.plugins = plugins;
+  r.precision = attention ? "attention f32, metrics summed in f64" : opt.precision == Precision::f64 ? "f64" : "f32";
+  r.axes = a.axes, r.axis_names = axis_names;
+  r.options = {{"top", std::to_string(a.top)}, {"bins", std::to_string(a.bins)}};
+  if (!a.reports.empty()) r.options.emplace_back("report", join(a.reports));
+  auto& e = r.execution;
+  e.command_line = a.command_line, e.start_time = utc_now();
+  e.threads = opt.threads ? opt.threads : unsigned(tbb::info::default_concurrency());
+  e.ranks = unsigned(dist::size());
+  e.simd = std::string(to_string(opt.simd));
+  e.chunk = opt.chunk_reports;
+  return r;
 }
 
 std::size_t attention_chunk(const Schema& sc) {

@@ -12,6 +12,7 @@
 #include "headsep/output.hpp"
 #include "headsep/plugin_host.hpp"
 #include "headsep/profile.hpp"
+#include "headsep/provenance.hpp"
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
 #include "dist/dist.hpp"
@@ -40,6 +41,7 @@ struct RunArgs {
   std::string model;  // --model DIR: a BERT encoder's heads are the heads (model_cmd)
   std::string report_html, plot_svg;            // --report-html PATH, --plot-svg DIR (runtime/report)
   std::string command_line, scenario_label;     // for the report's header
+  std::string command = "run";                  // the summary's run.command (run, example, sweep, scaling)
   bool sweep_value = false;                     // one value of `headsep sweep`: no rows, no table
   bool profile = false;  // --profile: the stage table on stderr, a "profile" section in --summary
   std::string trace;     // --trace PATH: Chrome trace-event JSON
@@ -63,6 +65,7 @@ struct Setup {
   std::unique_ptr<ReportSource> source;
   std::unique_ptr<Weighting> weighting;
   AxisMap axes;
+  std::vector<PluginUse> plugins;  // the summary's run.plugins: every parameter, given or default
 };
 
 PluginRegistry load_registry(const std::vector<std::string>& cli_dirs);
@@ -79,6 +82,13 @@ Setup build_setup(const RunArgs& a);
 RunOptions run_options(const RunArgs& a);
 /// The run's axes and heads, and whether the weighting is an attention scheme.
 RunInfo run_info(const Setup& s);
+/// The summary's `run` block (headsep/provenance.hpp) for a job of these arguments: its plugins,
+/// precision, axes, the options that shape the summary, and run.execution (start time now).
+RunProvenance provenance(const RunArgs& a, const std::vector<PluginUse>& plugins, const RunOptions& opt,
+                         const std::vector<std::string>& axis_names, bool attention);
+/// A plugin as used: every declared parameter, given or default (resolve_params).
+PluginUse plugin_use(const char* role, const PluginInfo& p, const PluginParams& given);
+
 /// Attention schemes' default --chunk: 65536 floats / X's width, within 32..8192.
 std::size_t attention_chunk(const Schema& sc);
 

@@ -13,6 +13,7 @@
 #include "dist/csv_ranges.hpp"
 #include "dist/dist.hpp"
 #include "headsep/error.hpp"
+#include "support/progress.hpp"
 
 namespace headsep::cli {
 
@@ -187,11 +188,12 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
   }
   ProfileRun prof(a);  // --profile / --trace (runtime/profile/)
   opt.profiler = prof.profiler.get();
+  const RunProvenance origin = provenance(a, s.plugins, opt, info.axis_names, info.attention);
   RunStats stats = run(*s.source, *s.weighting, s.axes, opt, sinks);
   for (auto& w : writers) w->finish(s.source->rows_read(), stats.source_rows);
   if (!a.summary.empty()) {
     OutputFile out(a.summary);
-    std::string text = summary->json();
+    std::string text = stamp_summary(summary->json(), "run", origin, 2);
     if (a.profile) text = with_profile(text, *prof.profiler, "  ");
     out.write(text);
     out.commit();
@@ -204,9 +206,9 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
   outputs.commit();
   if (table) {
     std::fprintf(data_stdout(), "%s", summary->table().c_str());
-    std::fprintf(data_stdout(), "%llu reports, %llu (report, scenario) groups in %.3f s: %.3g groups/s (%s, %s)\n",
+    std::fprintf(data_stdout(), "%llu reports, %llu (report, scenario) groups in %.3f s: %s groups/s (%s, %s)\n",
                 static_cast<unsigned long long>(stats.reports), static_cast<unsigned long long>(stats.groups),
-                stats.seconds, stats.seconds > 0 ? double(stats.groups) / stats.seconds : 0.0,
+                stats.seconds, detail::human_count(stats.seconds > 0 ? double(stats.groups) / stats.seconds : 0.0).c_str(),
                 std::string(to_string(opt.simd)).c_str(),
                 info.attention ? "attention f32, metrics summed in f64" : opt.precision == Precision::f64 ? "f64" : "f32");
   }

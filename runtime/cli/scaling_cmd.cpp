@@ -153,7 +153,8 @@ prof::ScalingPoint rank_scaling_point(const RunArgs& a, unsigned ranks, const st
   prof::ScalingPoint p;
   p.profile_json = doc["profile"].dump(2);
   p.profile = prof::profile_from_json(p.profile_json);
-  doc.erase("profile");  // the rest must be byte-identical at every count
+  doc.erase("profile");  // the rest must be byte-identical at every count, but for what a run measures
+  if (doc.contains("run")) doc["run"].erase("execution");
   p.summary_json = doc.dump(2);
   p.ranks = ranks, p.threads = a.threads;
   p.wall_s = p.profile.wall_s, p.reports = p.profile.reports, p.groups = p.profile.groups;
@@ -196,6 +197,7 @@ struct JobShape {
   bool attention = false;
   std::vector<std::string> axis_names;
   std::uint32_t heads = 0;
+  std::vector<PluginUse> plugins;  // the JSON's run.plugins
 };
 
 void run_job(EngineJob& j) {
@@ -258,6 +260,7 @@ std::unique_ptr<EngineJob> ScalingJob::open_job(unsigned n) {
   const Setup& s = j->setup;
   RunInfo info = run_info(s);
   shape.attention = info.attention, shape.axis_names = info.axis_names, shape.heads = info.heads;
+  shape.plugins = s.plugins;
   if (info.attention && a_.chunk == 0) j->opt.chunk_reports = attention_chunk(s.source->schema());  // as execute() does
   j->summary.emplace(info, SummaryOptions{a_.top, a_.bins, 0.005});
   if (o_.check == "all") j->hash = prof::make_metric_hash(j->point.metrics_hash);
@@ -364,12 +367,24 @@ std::vector<prof::ScalingPoint> median_points(std::vector<std::vector<prof::Scal
   return points;
 }
 
-void write_scaling_json(const RunArgs& a, const std::vector<prof::ScalingPoint>& points, const std::string& json) {
-  OutputFile out(json);
+void write_scaling_json(const ScalingArgs& o, const JobShape& shape, const std::vector<prof::ScalingPoint>& points,
+                        const std::string& start) {
+  const RunArgs& a = o.job;
+  OutputFile out(o.json);
   std::string job = a.input.empty() ? "scenario " + a.scenario : "input " + a.input;
   job += a.model.empty() ? ", weighting " + (a.weighting.empty() ? std::string("table") : a.weighting) : ", model " + a.model;
   for (const auto& p : a.params) job += ", -p " + p;
-  out.write(prof::scaling_json(points, job));
+  // The run block: the job's plugins and options; run.execution the scaling command's own.
+  RunProvenance r = provenance(a, a.model.empty() ? shape.plugins : model_plugins(a), run_options(a), shape.axis_names,
+                               shape.attention || !a.model.empty());
+  if (!a.model.empty()) r.model_path = a.model, r.options = {{"top", std::to_string(a.top)}};
+  for (const auto& [k, v] : std::initializer_list<std::pair<const char*, std::string>>{
+           {"counts", o.counts}, {"ranks", o.ranks}, {"launcher", o.ranks.empty() ? "" : o.launcher},
+           {"check", o.check}, {"repeat", std::to_string(o.repeat)}, {"ceiling", o.ceiling ? "true" : "false"}})
+    if (!v.empty()) r.options.emplace_back(k, v);
+  r.execution.start_time = start;
+  r.execution.threads = 0;  // every count's own: runs[].threads
+  out.write(stamp_summary(prof::scaling_json(points, job), "scaling", r, 2));
   out.commit();
 }
 
@@ -383,6 +398,10 @@ void write_scaling_report(const ScalingArgs& o, const JobShape& shape, const std
   for (const auto& p : points) st.seconds += p.wall_s;
   d.header = report_header(a, run_options(a), st, shape.attention || !a.model.empty());
   if (!a.model.empty()) d.header.weighting_plugin = "the model's heads (--model " + a.model + ")";
+  if (!o.counts.empty()) d.header.params.push_back("--counts " + o.counts);
+  if (by_ranks) d.header.params.push_back("--ranks " + o.ranks), d.header.params.push_back("--launcher " + o.launcher);
+  if (o.ceiling) d.header.params.push_back("--ceiling");
+  if (o.check != "summary") d.header.params.push_back("--check " + o.check);
   if (o.repeat > 1) d.header.params.push_back("--repeat " + std::to_string(o.repeat));
   d.axes = shape.axis_names, d.heads = shape.heads;
   report::Scaling sc;
@@ -424,10 +443,11 @@ void check_identical(const std::vector<prof::ScalingPoint>& points, bool by_rank
 int scaling_cmd(const ScalingArgs& o) {
   const RunArgs& a = o.job;
   const bool by_ranks = check_scaling_args(o);
+  const std::string start = utc_now();
   ScalingJob job(o, by_ranks);
   auto runs = job.measure();
   const std::vector<prof::ScalingPoint> points = median_points(runs);
-  if (!o.json.empty()) write_scaling_json(a, points, o.json);
+  if (!o.json.empty()) write_scaling_json(o, job.shape, points, start);
   if (!a.report_html.empty() || !a.plot_svg.empty()) write_scaling_report(o, job.shape, points, by_ranks);
   std::fprintf(data_stdout(), "%s", prof::scaling_table(points).c_str());
   check_identical(points, by_ranks);

@@ -27,6 +27,24 @@ CLI::App* add_sweep(CLI::App& app, SweepArgs& sw) {
   return sweepc;
 }
 
+namespace {
+
+/// The sweep JSON's run block: the plugins of the first value's job, with the swept parameter
+/// shown as --vary gave it (LO:HI:N or a list), and --vary among the options.
+RunProvenance sweep_provenance(const RunArgs& a, const Setup& s, const RunOptions& opt, const std::string& key,
+                               const std::string& vary) {
+  const RunInfo info = run_info(s);
+  RunProvenance r = provenance(a, s.plugins, opt, info.axis_names, info.attention);
+  const std::string values = vary.substr(std::min(vary.size(), vary.find('=') + 1));
+  for (auto& p : r.plugins)
+    for (auto& [k, v] : p.params)
+      if (k == key || p.name + "." + k == key) v = values;
+  r.options = {{"vary", vary}, {"bins", std::to_string(a.bins)}};
+  return r;
+}
+
+}  // namespace
+
 /// headsep sweep: the run's report set once per value of one plugin parameter (the report set is
 /// generated again for each value: docs/REPORTS.md has the measured cost).
 int sweep_cmd(const SweepArgs& args) {
@@ -49,11 +67,14 @@ int sweep_cmd(const SweepArgs& args) {
   RunOptions opt = run_options(a);
   report::Sweep sw = report::make_sweep(spec);
   RunStats total;
+  RunProvenance origin;  // the summary's run block: the first value's plugins, the swept key as given
+  RunInfo shape;         // heads and axes, for the report's header
   for (std::size_t i = 0; i < spec.values.size(); ++i) {
     RunArgs v = a;
     v.quiet = true, v.sweep_value = true, v.report_html.clear(), v.plot_svg.clear();
     v.params.push_back(spec.key + "=" + spec.values[i]);
     Setup s = build_setup(v);
+    if (i == 0) origin = sweep_provenance(a, s, opt, spec.key, vary), shape = run_info(s);
     execute(s, v, [&](const Summary& sum, const RunStats& st) {
       report::add_sweep_run(sw, i, sum, st.seconds);
       total.reports += st.reports, total.groups += st.groups, total.seconds += st.seconds;
@@ -62,13 +83,18 @@ int sweep_cmd(const SweepArgs& args) {
   }
   if (!json.empty()) {
     OutputFile out(json);
-    out.write(report::sweep_json(sw));
+    out.write(stamp_summary(report::sweep_json(sw), "sweep", origin, 2));
     out.commit();
   }
   if (!a.report_html.empty() || !a.plot_svg.empty()) {
     report::ReportData d;
-    d.header = report_header(a, opt, total, false);
+    d.header = report_header(a, opt, total, shape.attention);
     d.header.params.push_back("--vary " + vary);
+    // Every value runs the same report set: the header counts one value's reports, not the sum.
+    const std::uint64_t n = spec.values.size();
+    d.header.reports_text = report::count(total.reports / n) + " per value × " + std::to_string(n) + " values (" +
+                            report::count(total.groups / n) + " report × scenario groups per value)";
+    d.axes = shape.axis_names, d.heads = shape.heads;
     d.sweep = sw;
     report::write(d, a.report_html, a.plot_svg);
   }

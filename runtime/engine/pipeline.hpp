@@ -12,7 +12,7 @@
 #include <oneapi/tbb/parallel_pipeline.h>
 
 #include "attention/stage.hpp"
-#include "engine/progress.hpp"
+#include "support/progress.hpp"
 #include "headsep/run.hpp"
 #include "profile/stage_timer.hpp"
 #include "support/token_pool.hpp"
@@ -105,7 +105,7 @@ class Pipeline {
 
   WorkPool pool_;
   RunStats stats_;
-  Progress progress_;
+  detail::Progress progress_;
   std::uint64_t next_index_ = 0;
   std::atomic<bool> exhausted_{false};  // set by the output stage for random-access sources
   bool input_failed_ = false;

@@ -14,14 +14,18 @@ namespace headsep {
 
 Format parse_format(std::string_view name) {
   if (name == "text") return Format::text;
-  if (name == "jsonl" || name == "json") return Format::jsonl;
+  if (name == "jsonl") return Format::jsonl;
   if (name == "csv") return Format::csv;
+  // Rows stream one JSON object per line; a file of them is not one JSON document, so "json" is
+  // refused rather than silently written as JSON lines.
+  if (name == "json") throw UsageError("--format json: rows are written as JSON lines, one object per line; use --format jsonl");
   throw UsageError("unknown format '" + std::string(name) + "' (expected text, jsonl or csv)");
 }
 
 Format format_from_extension(const std::string& path) {
   auto ext = std::filesystem::path(path).extension().string();
-  if (ext == ".jsonl" || ext == ".json") return Format::jsonl;
+  if (ext == ".jsonl") return Format::jsonl;
+  if (ext == ".json") throw UsageError(path + ": rows are written as JSON lines, one object per line: name the file .jsonl");
   if (ext == ".csv") return Format::csv;
   if (ext == ".txt") return Format::text;
   throw UsageError(path + ": cannot tell the format from the extension (use .jsonl, .csv or .txt)");

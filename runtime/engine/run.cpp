@@ -143,11 +143,11 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
   const engine::RunPlan plan = engine::plan_run(threads, source, weighting, axes, opt);
   engine::Pipeline pipeline(source, weighting, axes, opt, sinks, plan);
   pipeline.begin_profile();
-  const auto t0 = engine::Clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   engine::run_filters(pipeline, plan.in_flight);
   pipeline.end_of_stream();
   RunStats stats = pipeline.stats();
-  stats.seconds = std::chrono::duration<double>(engine::Clock::now() - t0).count();
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   pipeline.end_profile(stats);
   return stats;
 }

@@ -340,7 +340,7 @@ void Pipeline::joined() { tsan::acquire(&all_stages_); }  // the exception objec
 // many, or the outputs would silently miss reports. Plugin sources check every chunk against
 // the contract and name the plugin; this catches whatever slips past (any source).
 void Pipeline::end_of_stream() {
-  progress_.done();
+  progress_.done(stats_.reports, plan_.total_hint);
   if (exchange_) exchange_->finish();
   if (plan_.total_hint && stats_.reports != plan_.total_hint && (!exchange_ || merger_))
     throw Error("the scenario source delivered " + std::to_string(stats_.reports) + " reports but declared " +

@@ -1,5 +1,6 @@
 #include "headsep/summary.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -162,15 +163,20 @@ std::string Summary::json() const {
 std::string Summary::table() const {
   std::string out = "head_separation per scenario\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-30s %12s %9s %9s %9s %9s %9s %9s %9s\n", "scenario", "reports", "mean", "std",
+  // Fits 100 columns: the name column as wide as the longest name, at most 26; a longer name gets
+  // a line of its own above its numbers.
+  int w = 8;
+  for (const auto& s : scenarios_) w = std::max(w, int(std::min<std::size_t>(26, s.name.size())));
+  std::snprintf(line, sizeof line, "%-*s %10s %8s %8s %8s %8s %8s %8s %8s\n", w, "scenario", "reports", "mean", "std",
                 "p01", "p10", "p50", "p90", "p99");
   out += line;
   for (const auto& s : scenarios_) {
     const auto& m = s.metrics[0];
     auto q = [&](double p) { return m.sketch.count() ? m.sketch.quantile(p) : 0.0; };
-    std::snprintf(line, sizeof line, "%-30s %12llu %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f\n", printable(s.name, 200).c_str(),
-                  static_cast<unsigned long long>(s.count), m.moments.count() ? m.moments.mean() : 0.0, m.moments.stddev(),
-                  q(0.01), q(0.10), q(0.50), q(0.90), q(0.99));
+    if (int(s.name.size()) > w) out += printable(s.name, 200) + "\n";
+    std::snprintf(line, sizeof line, "%-*s %10llu %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f\n", w,
+                  int(s.name.size()) > w ? "" : printable(s.name, 200).c_str(), static_cast<unsigned long long>(s.count),
+                  m.moments.count() ? m.moments.mean() : 0.0, m.moments.stddev(), q(0.01), q(0.10), q(0.50), q(0.90), q(0.99));
     out += line;
   }
   if (!info_.attention) return out;

@@ -34,6 +34,8 @@ using host::SlotPool;
 class PluginSource final : public ReportSource {
  public:
   PluginSource(std::shared_ptr<const Entry> e, const PluginParams& resolved) : e_(std::move(e)) {
+    for (const auto& [key, value] : resolved)
+      if (key == "path" && !value.empty()) user_file_ = value;
     const auto& d = e_->d;
     auto cp = c_params(resolved);
     headsep_status st = HEADSEP_ERROR;
@@ -48,7 +50,7 @@ class PluginSource final : public ReportSource {
     }
     if (!thrown.empty()) throw PluginError(e_->info.label() + ": open() let a C++ exception escape: " + thrown);
     if (st == HEADSEP_ERROR_PARAM) throw UsageError(e_->info.label() + ": " + last_error_of(*e_));  // a value refused
-    if (st != HEADSEP_OK) throw PluginError(e_->info.label() + ": open failed: " + last_error_of(*e_));
+    if (st != HEADSEP_OK) throw PluginError(about_data(e_->info.label() + ": open failed: ", last_error_of(*e_)));
     if (!state_) state_ = nullptr;  // a NULL state is allowed (stateless plugins)
     headsep_schema cs{};
     try {
@@ -231,7 +233,7 @@ class PluginSource final : public ReportSource {
       return false;
     }
     if (st != HEADSEP_OK) {
-      throw PluginError(where + ": next_chunk failed: " + (sink.error.empty() ? last_error_of(*e_) : sink.error));
+      throw PluginError(about_data(where + ": next_chunk failed: ", sink.error.empty() ? last_error_of(*e_) : sink.error));
     }
     if (!sink.error.empty()) throw PluginError(where + ": " + sink.error);
     check_chunk(sink, batch, schema_, where);
@@ -240,7 +242,18 @@ class PluginSource final : public ReportSource {
     return true;
   }
 
+  /// A failure the plugin reports about the file the user gave it (-p path=FILE: its message
+  /// starts "FILE:" or "FILE:LINE:") is about that file's data: shown as the plugin wrote it, the
+  /// file naming the fault (README, "Errors"), without the chain through the plugin's label.
+  std::string about_data(const std::string& chain, const std::string& msg) const {
+    if (!user_file_.empty() && msg.size() > user_file_.size() && msg.compare(0, user_file_.size(), user_file_) == 0 &&
+        msg[user_file_.size()] == ':')
+      return msg;
+    return chain + msg;
+  }
+
   std::shared_ptr<const Entry> e_;  // keeps the library loaded
+  std::string user_file_;           // the `path` parameter's file, if the plugin declares one
   void* state_ = nullptr;
   Schema schema_;
   std::map<std::string, std::uint32_t> ids_;

@@ -1,6 +1,7 @@
 #include "io/csv_reader.hpp"
 
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +18,12 @@ CsvReader::CsvReader(std::string path) : path_(std::move(path)), buf_(kBlock) {
     file_ = std::fopen(path_.c_str(), "rb");
     if (!file_) throw InputError(path_, 0, "", std::string("cannot open: ") + std::strerror(errno));
     owns_file_ = true;
+    // fopen opens a folder for reading on Linux; its first read fails with EISDIR. Say so up front.
+    struct stat st {};
+    if (::fstat(::fileno(file_), &st) == 0 && S_ISDIR(st.st_mode)) {
+      std::fclose(file_), file_ = nullptr, owns_file_ = false;
+      throw InputError(path_, 0, "", "cannot open: it is a folder, not a CSV file");
+    }
   }
   // A UTF-8 byte order mark is not part of the first column's name.
   if (refill() && end_ >= 3 && std::memcmp(buf_.data(), "\xEF\xBB\xBF", 3) == 0) pos_ = 3;

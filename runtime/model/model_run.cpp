@@ -23,6 +23,7 @@
 #include "headsep/run.hpp"
 #include "model/model_batch.hpp"
 #include "profile/stage_timer.hpp"
+#include "support/progress.hpp"
 #include "support/token_pool.hpp"
 #include "support/tsan_order.hpp"
 
@@ -114,6 +115,7 @@ class ModelPipeline {
   const char input_order_ = 0, output_order_ = 0, all_stages_ = 0;
   // Items in flight (raw-pointer tokens: token_pool.hpp says why).
   detail::TokenPool<Item> pool_;
+  detail::Progress progress_;  // the engine's bar (support/progress.hpp), drawn from merge()
 };
 
 ModelPipeline::ModelPipeline(ReportSource& source, const BertModel& model, const AxisMap& axes,
@@ -129,7 +131,9 @@ ModelPipeline::ModelPipeline(ReportSource& source, const BertModel& model, const
       chunks_(random_ && source.total_reports() ? (source.total_reports() + chunk_ - 1) / chunk_ : 0),
       profiler_(opt.profiler),
       exchange_(opt.exchange),
-      merger_(exchange_ && exchange_->merges()) {
+      merger_(exchange_ && exchange_->merges()),
+
+      progress_(opt.progress) {
   out_.model = model.name();
   out_.layers = model.config().layers;
   out_.heads = model.config().heads;
@@ -296,6 +300,7 @@ void ModelPipeline::merge(Item& it) {
   timer.to(prof::consume(0));
   delivered_ += it.sums.reports;
   ++batches_;
+  progress_.update(delivered_, source_.total_reports());
   ModelSummary::Scenario& sc = scenario(it);
   sc.reports += it.sums.reports;
   sc.tokens += it.sums.tokens;
@@ -346,6 +351,7 @@ void ModelPipeline::finish(std::chrono::steady_clock::time_point t0) {
   if (source_.total_reports() && delivered_ != source_.total_reports() && (!exchange_ || merger_))
     throw Error("the scenario source delivered " + std::to_string(delivered_) + " reports but declared " +
                 std::to_string(source_.total_reports()) + " (total_reports); the summary would be incomplete");
+  progress_.done(delivered_, source_.total_reports());
   out_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out_.gflop = flops_ * 1e-9;
   if (profiler_) {

@@ -345,7 +345,7 @@ std::vector<std::string> diagnose(const ProfileResult& r, const RunSetup& setup)
   const double util = r.busy_s / (double(r.threads) * r.wall_s);
   if (r.threads > 1 && util < 0.8) {
     std::string why = r.batches < 2 * std::uint64_t(r.threads)
-                          ? "only " + std::to_string(r.batches) + " batches for " + std::to_string(r.threads) +
+                          ? "only " + std::to_string(r.batches) + (r.batches == 1 ? " batch for " : " batches for ") + std::to_string(r.threads) +
                                 " threads (a smaller --chunk gives more)"
                           : "they wait for the serial stages or for batches in flight";
     out.push_back("threads were busy " + pct(util) + " of " + std::to_string(r.threads) + " x the wall time: " + why);
@@ -452,8 +452,8 @@ std::string Profiler::table() const {
   const ProfileResult& r = impl_->result;
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "profile: %.3f s wall, %u threads, %llu batches, %.3g reports/s, %.3g groups/s\n",
-                r.wall_s, r.threads, static_cast<unsigned long long>(r.batches), r.wall_s > 0 ? r.reports / r.wall_s : 0.0,
+  std::snprintf(line, sizeof line, "profile: %.3f s wall, %u thread%s, %llu batches, %.3g reports/s, %.3g groups/s\n",
+                r.wall_s, r.threads, r.threads == 1 ? "" : "s", static_cast<unsigned long long>(r.batches), r.wall_s > 0 ? r.reports / r.wall_s : 0.0,
                 r.wall_s > 0 ? r.groups / r.wall_s : 0.0);
   out += line;
   std::snprintf(line, sizeof line, "%-44s %9s %9s %9s %6s %8s%s\n", "stage", "active s", "busy s", "cpu s", "share",

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "headsep/error.hpp"
+#include "support/progress.hpp"
 
 namespace headsep::prof {
 
@@ -157,6 +158,27 @@ double stage_busy(const ScalingPoint& point, const std::string& kind) {
   return busy;
 }
 
+namespace {
+
+/// `text` wrapped at `width` columns (at spaces), later lines indented by `indent` spaces.
+std::string wrap(const std::string& text, std::size_t width, std::size_t indent) {
+  std::string out, line;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t j = text.find(' ', i);
+    if (j == std::string::npos) j = text.size();
+    const std::string word = text.substr(i, j - i);
+    if (!line.empty() && line.size() + 1 + word.size() > width) out += line + "\n", line = std::string(indent, ' ');
+    line += (line.empty() || line.back() == ' ' ? "" : " ") + word;
+    i = j + 1;
+  }
+  return out + line + "\n";
+}
+
+}  // namespace
+
+// Two tables that fit 100 columns: the counts (time, speedup, efficiency, identity, spread,
+// ceiling), then the busy thread-seconds per stage, 8 stages per block.
 std::string scaling_table(const std::vector<ScalingPoint>& points) {
   std::string out;
   char line[512];
@@ -165,19 +187,18 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
   const bool ceiling = !points.empty() && points[0].wall_s > 0 && std::any_of(points.begin(), points.end(), [](const ScalingPoint& p) { return p.copies; });
   const bool ranks = !points.empty() && points[0].ranks;
   const char* unit = ranks ? "rank" : "thread";
-  std::snprintf(line, sizeof line, "%7s %9s %12s %8s %10s %9s", ranks ? "ranks" : "threads", spread ? "median s" : "wall s", "groups/s",
+  std::snprintf(line, sizeof line, "%7s %9s %10s %7s %10s %9s", ranks ? "ranks" : "threads", spread ? "median s" : "wall s", "groups/s",
                 "speedup", "efficiency", "identical");
   out += line;
   if (spread) out += "   min s   max s";
   if (ceiling) out += "  ceiling  of it";
-  for (const auto& k : kinds) std::snprintf(line, sizeof line, " %9.9s", k.c_str()), out += line;
-  out += ranks ? "   (rank 0's busy thread-seconds per stage)\n" : "   (busy thread-seconds per stage)\n";
+  out += "\n";
   for (const auto& p : points) {
     const double speedup = p.wall_s > 0 && !points.empty() ? points[0].wall_s / p.wall_s : 0;
     // Efficiency against the first count: speedup / (count / first count).
     const double eff = count_of(p) && count_of(points[0]) ? speedup * count_of(points[0]) / count_of(p) : 0;
-    std::snprintf(line, sizeof line, "%7u %9.3f %12.4g %7.2fx %9.1f%% %9s", count_of(p), p.wall_s,
-                  p.wall_s > 0 ? p.groups / p.wall_s : 0.0, speedup, 100 * eff, p.identical ? "yes" : "NO");
+    std::snprintf(line, sizeof line, "%7u %9.3f %10s %6.2fx %9.1f%% %9s", count_of(p), p.wall_s,
+                  detail::human_count(p.wall_s > 0 ? p.groups / p.wall_s : 0.0).c_str(), speedup, 100 * eff, p.identical ? "yes" : "NO");
     out += line;
     if (spread) {
       double lo = p.wall_s, hi = p.wall_s;
@@ -192,33 +213,46 @@ std::string scaling_table(const std::vector<ScalingPoint>& points) {
         std::snprintf(line, sizeof line, " %8s %6s", "-", "-");
       out += line;
     }
-    for (const auto& k : kinds) std::snprintf(line, sizeof line, " %9.3f", stage_busy(p, k)), out += line;
     out += "\n";
   }
+  for (std::size_t first = 0; first < kinds.size(); first += 8) {
+    const std::size_t last = std::min(kinds.size(), first + 8);
+    out += first ? "\n" : ranks ? "\nrank 0's busy thread-seconds per stage\n" : "\nbusy thread-seconds per stage\n";
+    std::snprintf(line, sizeof line, "%7s", ranks ? "ranks" : "threads"), out += line;
+    for (std::size_t k = first; k < last; ++k) std::snprintf(line, sizeof line, " %10.10s", kinds[k].c_str()), out += line;
+    out += "\n";
+    for (const auto& p : points) {
+      std::snprintf(line, sizeof line, "%7u", count_of(p)), out += line;
+      for (std::size_t k = first; k < last; ++k) std::snprintf(line, sizeof line, " %10.3f", stage_busy(p, kinds[k])), out += line;
+      out += "\n";
+    }
+  }
+  if (!kinds.empty()) out += "\n";
   for (const auto& p : points)
     if (!p.profile.diagnosis.empty()) {
       std::snprintf(line, sizeof line, "%u %s%s: ", count_of(p), unit, count_of(p) == 1 ? "" : "s");
-      out += line + p.profile.diagnosis[0] + "\n";
+      out += wrap(line + p.profile.diagnosis[0], 100, 4);
     }
   if (ranks)
-    out += "each rank at " + std::to_string(points[0].threads) + " thread" + (points[0].threads == 1 ? "" : "s") +
-           "; a count's time is rank 0's engine time (pipeline start to the last chunk merged, the launcher's "
-           "start-up excluded); rank 0's stages hold its own share of the computing, the others' results "
-           "arriving (input) and the merge\n";
+    out += wrap("each rank at " + std::to_string(points[0].threads) + " thread" + (points[0].threads == 1 ? "" : "s") +
+                    "; a count's time is rank 0's engine time (pipeline start to the last chunk merged, the launcher's "
+                    "start-up excluded); rank 0's stages hold its own share of the computing, the others' results "
+                    "arriving (input) and the merge",
+                100, 4);
   if (ceiling)
     for (const auto& p : points) {
       if (!p.copies || p.ceiling_wall_s <= 0 || p.wall_s <= 0) continue;
       const double share = share_of_ceiling(p), speedup = points[0].wall_s / p.wall_s;
       std::snprintf(line, sizeof line,
                     "%u threads: %.2fx the %u-thread run; %u independent 1-thread copies at once: %.2fx (the machine's "
-                    "ceiling for this job now); the engine gets %.0f %% of it: %s\n",
+                    "ceiling for this job now); the engine gets %.0f %% of it: %s",
                     p.threads, speedup, points[0].threads, p.copies, ceiling_speedup(p, points[0]), 100 * share,
                     speedup >= 0.98 * p.threads / points[0].threads ? "linear"
                     : share >= 0.95 ? "the rest of the way to linear is the machine's (shared caches, memory, the "
                                       "hypervisor), not the engine's"
                                     : "the engine loses the difference to parallel overhead (compare the stages' busy "
                                       "seconds with the 1-thread row)");
-      out += line;
+      out += wrap(line, 100, 4);
     }
   return out;
 }

@@ -1,6 +1,8 @@
 // Attention maps: query x key weights of one head (or the baseline) in one of a scenario's top
 // reports, and which kept maps are drawn within the report's cell budget (Limits::map_cells).
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 #include "report/figures.hpp"
 #include "report/svg.hpp"
@@ -23,6 +25,7 @@ Figure attention_map(const ReportData& d, std::size_t si, std::size_t mi, std::u
   f.id = map_anchor(si, mi, h);
   f.section = "maps";
   f.title = head_label(h) + " · report " + m.id;
+  f.group = s.name + " · report " + m.id + " (#" + std::to_string(mi + 1) + " by head_separation)";
   std::string o = svg_open(f.id, "attention-map", W, H,
                            " data-head=\"" + std::to_string(h) + "\" data-report=\"" + escape(m.id) +
                                "\" data-report-index=\"" + std::to_string(m.index) + "\"");
@@ -33,16 +36,37 @@ Figure attention_map(const ReportData& d, std::size_t si, std::size_t mi, std::u
   for (std::uint32_t k = 0; k < m.keys; ++k)
     o += "<text class=\"token key\" transform=\"translate(" + px(L + cell * (k + 0.5) + 3) + "," + px(T - 6) +
          ") rotate(-60)\">" + escape(cut(m.tokens[k], 14)) + "</text>\n";
+  // One shared cell shape (<use>), a row per query (its y once), each cell with its numbers on
+  // hover: query token, key token, weight (3 decimals). The lightest colour is the row's, so the
+  // many near-zero cells carry no fill of their own. Keeps a map near 60 bytes a cell.
+  const std::string shape = "k" + std::to_string(si) + "-" + std::to_string(mi) + "-" + std::to_string(h);
+  const std::string light = blues(0);
+  o += "<defs><rect id=\"" + shape + "\" width=\"" + px(cell - 1) + "\" height=\"" + px(cell - 1) + "\"/></defs>\n";
+  std::vector<std::string> keys(m.keys), xs(m.keys);
+  for (std::uint32_t k = 0; k < m.keys; ++k) keys[k] = escape(cut(m.tokens[k], 20)), xs[k] = px(L + cell * k);
+  char weight[16];
   for (std::uint32_t q = 0; q < m.queries; ++q) {
     const std::uint32_t tok = m.first_query + q;
     const std::string name = tok < m.tokens.size() ? m.tokens[tok] : "#" + std::to_string(tok);
     o += text(L - 6, T + cell * (q + 0.5) + 4, escape(cut(name, 14)), "class=\"token query\" text-anchor=\"end\"");
+    o += "<g class=\"row\" data-query=\"" + std::to_string(tok) + "\" transform=\"translate(0," + px(T + cell * q) +
+         ")\" fill=\"" + light + "\">";
+    const std::string qname = escape(cut(name, 20)) + " → ";
     for (std::uint32_t k = 0; k < m.keys; ++k) {
       const double w = m.maps[(std::size_t(h) * m.queries + q) * m.keys + k];
-      o += rect(L + cell * k, T + cell * q, cell - 1, cell - 1, "fill=\"" + blues(w) + "\"");
+      const std::string colour = blues(std::round(w * 64) / 64);  // 65 shades; the title has the weight
+      std::snprintf(weight, sizeof weight, "%.3f", w);
+      o += "<use href=\"#" + shape + "\" x=\"" + xs[k] + "\"" + (colour == light ? "" : " fill=\"" + colour + "\"") + "><title>" +
+           qname + keys[k] + ": " + weight + "</title></use>";
     }
+    o += "</g>\n";
   }
-  o += colour_bar(L, T + cell * m.queries + 12, 160, "0", "1", blues);
+  // The colour bar: blues() is linear in RGB, so a two-stop gradient is the scale exactly.
+  const double by = T + cell * m.queries + 12;
+  o += "<defs><linearGradient id=\"" + shape + "g\"><stop offset=\"0\" stop-color=\"" + blues(0) +
+       "\"/><stop offset=\"1\" stop-color=\"" + blues(1) + "\"/></linearGradient></defs>\n" +
+       rect(L, by, 160, 10, "fill=\"url(#" + shape + "g)\" class=\"colour-bar\"") +
+       text(L, by + 22, "0", "text-anchor=\"start\"") + text(L + 160, by + 22, "1", "text-anchor=\"end\"");
   f.svg = o + "</svg>\n";
   return f;
 }

@@ -81,7 +81,10 @@ void Collector::prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& pa
     for (std::size_t r = 0; r < m.n; ++r) slot.top.add(m.separation[r], b.first_report + r);
     for (const auto& [value, index] : slot.top.sorted()) {
       const std::size_t r = index - b.first_report;
-      PlotReport pr{b.report_id(r), index, value, {}};
+      PlotReport pr{b.report_id(r), index, value, {}, {}};
+      if (!b.token_names.empty())
+        for (std::size_t t = b.token_offset[r]; t < std::min(b.token_offset[r + 1], b.token_offset[r] + 16); ++t)
+          pr.tokens.push_back(b.token_names[t]);
       for (std::uint32_t h = 0; h <= m.heads; ++h)
         for (std::uint32_t c = 0; c < m.axes; ++c) pr.context.push_back(m.ctx(h, c, r));
       slot.reports.push_back(std::move(pr));

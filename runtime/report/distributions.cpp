@@ -38,14 +38,22 @@ Figure distribution_figure(const ReportData& d, const std::string& id, const std
     const auto& dist = get(s);
     const double y0 = T + row * double(i + 1) - 6, hmax = row - 14;
     o += "<g class=\"row\" data-scenario=\"" + escape(s.name) + "\">\n";
-    o += text(L - 10, y0 - hmax / 2 + 4, escape(cut(s.name, 26)), "text-anchor=\"end\"");
+    o += text(L - 40, y0 - hmax / 2 + 4, escape(cut(s.name, 22)) + "<title>" + escape(s.name) + "</title>",
+              "text-anchor=\"end\" class=\"row-name\"");
     std::uint64_t top = 1;
     for (const auto& b : dist.bins) top = std::max(top, b.count);
+    // The row's count axis: 0 at the baseline, the fullest bin's count at the top.
+    o += line(L - 3, y0, L - 3, y0 - hmax, "class=\"count-axis\" stroke=\"#999\"") +
+         text(L - 6, y0 - hmax + 7, count(top), "class=\"count-tick\" text-anchor=\"end\" font-size=\"9\" fill=\"#555\"") +
+         text(L - 6, y0, "0", "class=\"count-tick\" text-anchor=\"end\" font-size=\"9\" fill=\"#555\"");
     for (const auto& b : dist.bins) {
       if (!b.count) continue;
       const double h = hmax * double(b.count) / double(top);
-      o += rect(sx(b.lo), y0 - h, std::max(0.8, sx(b.hi) - sx(b.lo) - 0.6), h,
-                "class=\"bar\" fill=\"#56B4E9\" data-count=\"" + std::to_string(b.count) + "\"");
+      std::string bar = rect(sx(b.lo), y0 - h, std::max(0.8, sx(b.hi) - sx(b.lo) - 0.6), h,
+                             "class=\"bar\" fill=\"#56B4E9\" data-count=\"" + std::to_string(b.count) + "\"");
+      bar.resize(bar.size() - 3);  // "/>\n": the bar gets its numbers on hover
+      o += bar + "><title>" + escape(number(b.lo, 4) + " … " + number(b.hi, 4) + ": " + count(b.count) +
+                                    (b.count == 1 ? " report" : " reports")) + "</title></rect>\n";
     }
     o += line(L, y0, R, y0, "stroke=\"#999\"");
     const auto& st = dist.stats;

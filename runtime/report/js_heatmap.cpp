@@ -1,17 +1,12 @@
 // The head x head heatmap of mean Jensen–Shannon divergence of an attention scheme's scenario
-// (viridis, 0 … ln 2).
+// (viridis over the data's range, the range shown on the colour bar: the report's one colour rule,
+// as the model's grids; docs/REPORTS.md).
 #include <algorithm>
 
 #include "report/figures.hpp"
 #include "report/svg.hpp"
 
 namespace headsep::report {
-namespace {
-
-constexpr double kLn2 = 0.69314718055994530942;
-
-}  // namespace
-
 Figure js_heatmap(const ReportData& d, std::size_t si) {
   const auto& s = d.scenarios[si];
   const std::uint32_t n = d.heads;
@@ -27,12 +22,25 @@ Figure js_heatmap(const ReportData& d, std::size_t si) {
   auto pair_index = [&](std::uint32_t i, std::uint32_t j) {  // 1 <= i < j <= n
     return std::size_t(i - 1) * (2 * n - i) / 2 + (j - i - 1);
   };
+  // The colour scale spans the pairs' values (the diagonal, a head with itself, is blank).
+  double lo = 0, hi = 0;
+  for (std::size_t p = 0; p < std::size_t(n) * (n - 1) / 2; ++p) {
+    lo = p ? std::min(lo, s.js_mean[p]) : s.js_mean[p];
+    hi = p ? std::max(hi, s.js_mean[p]) : s.js_mean[p];
+  }
+  const double span = hi > lo ? hi - lo : 1;
   for (std::uint32_t i = 1; i <= n; ++i) {
     o += text(L - 6, T + cell * (i - 0.5) + 4, "head " + std::to_string(i), "text-anchor=\"end\"");
     o += text(L + cell * (i - 0.5), T - 6, std::to_string(i), "text-anchor=\"middle\"");
     for (std::uint32_t j = 1; j <= n; ++j) {
-      const double v = i == j ? 0.0 : s.js_mean[pair_index(std::min(i, j), std::max(i, j))];
-      const double t = v / kLn2;
+      if (i == j) {  // a head with itself: 0 by definition, outside the colour scale
+        o += "<g class=\"cell\" data-i=\"" + std::to_string(i) + "\" data-j=\"" + std::to_string(j) + "\" data-value=\"0\">" +
+             rect(L + cell * (j - 1), T + cell * (i - 1), cell - 1, cell - 1, "fill=\"#eeeeee\"") + "<title>" +
+             escape("head " + std::to_string(i) + " with itself: 0") + "</title></g>\n";
+        continue;
+      }
+      const double v = s.js_mean[pair_index(std::min(i, j), std::max(i, j))];
+      const double t = (v - lo) / span;
       o += "<g class=\"cell\" data-i=\"" + std::to_string(i) + "\" data-j=\"" + std::to_string(j) + "\" data-value=\"" +
            exact(v) + "\">" + rect(L + cell * (j - 1), T + cell * (i - 1), cell - 1, cell - 1, "fill=\"" + viridis(t) + "\"");
       if (cell >= 28)
@@ -42,7 +50,7 @@ Figure js_heatmap(const ReportData& d, std::size_t si) {
            "</title></g>\n";
     }
   }
-  o += colour_bar(L, T + cell * n + 14, std::min(200.0, W - L - 20), "0", "ln 2 ≈ 0.693", viridis);
+  o += colour_bar(L, T + cell * n + 14, std::min(200.0, W - L - 20), number(lo, 3), number(hi, 3) + " nats", viridis);
   f.svg = o + "</svg>\n";
   return f;
 }

@@ -15,8 +15,10 @@ namespace {
 Figure grid_figure(const std::string& id, const std::string& section, const std::string& title, const std::string& subtitle,
                    const std::string& footnote, std::uint32_t layers, std::uint32_t per, const std::vector<double>& v,
                    const std::function<std::string(std::uint32_t, std::uint32_t)>& link) {
-  double top = 0;
-  for (double x : v) top = std::max(top, x);
+  // The colour scale spans the data (the report's one rule, as the Jensen–Shannon heatmap).
+  double top = v.empty() ? 0 : v[0], bottom = top;
+  for (double x : v) top = std::max(top, x), bottom = std::min(bottom, x);
+  const double span = top > bottom ? top - bottom : 1;
   const double cell = per > 16 ? 30 : 46, L = 70, T = 56;
   const double W = std::max(380.0, L + cell * per + 20), H = T + cell * layers + 74;
   Figure f;
@@ -31,7 +33,7 @@ Figure grid_figure(const std::string& id, const std::string& section, const std:
   for (std::uint32_t l = 0; l < layers; ++l)
     for (std::uint32_t c = 0; c < per && std::size_t(l) * per + c < v.size(); ++c) {
       const double val = v[std::size_t(l) * per + c];
-      const double x = L + cell * c, y = T + cell * l, t = top > 0 ? val / top : 0;
+      const double x = L + cell * c, y = T + cell * l, t = (val - bottom) / span;
       const char* ink = t > 0.55 ? "#000" : "#fff";
       std::string cellsvg = "<g class=\"cell\" data-layer=\"" + std::to_string(l) + "\" data-head=\"" + std::to_string(c + 1) +
                             "\" data-value=\"" + exact(val) + "\">" + rect(x, y, cell - 1, cell - 1, "fill=\"" + viridis(t) + "\"") +
@@ -45,7 +47,7 @@ Figure grid_figure(const std::string& id, const std::string& section, const std:
       const std::string target = link ? link(l, c) : std::string();
       o += target.empty() ? cellsvg + "\n" : "<a href=\"#" + target + "\">" + cellsvg + "</a>\n";
     }
-  o += colour_bar(L, T + cell * layers + 14, 200, "0", number(top), viridis);
+  o += colour_bar(L, T + cell * layers + 14, 200, number(bottom), number(top), viridis);
   f.svg = o + "</svg>\n";
   return f;
 }

@@ -7,6 +7,7 @@ namespace headsep::report {
 
 ReportData build(const ModelSummary& m, Header header) {
   ReportData d;
+  d.limits.map_tokens = Limits::model_map_tokens, d.limits.map_cells = Limits::model_map_cells;
   d.header = std::move(header);
   d.axes = m.axes;
   d.heads = m.heads;

@@ -1,6 +1,9 @@
 // The HTML page around the figures: the run's header table, one section per part of the report
 // (summary tables, seed's plots, distributions, attention, a model's layers, sweep, scaling) and
 // a footer. One offline file: figures inline, no script, no external resource.
+#include <algorithm>
+#include <utility>
+
 #include "report/figures.hpp"
 
 namespace headsep::report {
@@ -11,7 +14,9 @@ h1{font-size:22px;margin:0 0 8px}h2{font-size:18px;margin:28px 0 6px;border-bott
 table{border-collapse:collapse;font-size:13px;margin:6px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}code{font-size:12px;word-break:break-all}
 .figs{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}svg.fig{border:1px solid #eee}p.note{color:#555;font-size:13px;max-width:900px}
-p.warn{color:#a00;font-size:13px})";
+p.warn{color:#a00;font-size:13px}nav#toc{font-size:13px;margin:10px 0}nav#toc ul{display:inline;padding:0;margin:0 0 0 8px}
+nav#toc li{display:inline;margin-right:14px}details>summary{cursor:pointer;font-size:13px;color:#0057a0;margin:6px 0}
+h4.maprow{font-size:13px;margin:12px 0 4px}.figs.maprow{flex-wrap:nowrap;overflow-x:auto})";
 
 std::string stats_row(const std::vector<std::string>& names, const Stats& st) {
   std::string r = "<tr>";
@@ -27,6 +32,61 @@ std::string section_figs(const std::vector<Figure>& figs, const std::string& sec
   for (const auto& f : figs)
     if (f.section == section) s += f.svg;
   return s + "</div>\n";
+}
+
+// The maps, one row per (scenario, report) with its heading: rows never mix reports.
+std::string map_rows(const std::vector<Figure>& figs) {
+  std::string s, group;
+  bool open = false;
+  for (const auto& f : figs) {
+    if (f.section != "maps") continue;
+    if (!open || f.group != group) {
+      if (open) s += "</div>\n";
+      group = f.group, open = true;
+      s += "<h4 class=\"maprow\">" + escape(group) + "</h4>\n<div class=\"figs maprow\">\n";
+    }
+    s += f.svg;
+  }
+  return open ? s + "</div>\n" : s;
+}
+
+// The tokens of the reports the seed plots label (each scenario's top report; named data only),
+// each report once: what the plotted contexts were summed over.
+std::string token_table(const ReportData& d) {
+  std::string rows;
+  std::vector<std::string> seen;
+  for (std::size_t i = 0; i < shown(d); ++i) {
+    if (d.scenarios[i].top.empty() || d.scenarios[i].top[0].tokens.empty()) continue;
+    const auto& r = d.scenarios[i].top[0];
+    if (std::find(seen.begin(), seen.end(), r.id) != seen.end()) continue;
+    seen.push_back(r.id);
+    std::string toks;
+    for (const auto& t : r.tokens) toks += (toks.empty() ? "" : " · ") + escape(t);
+    rows += "<tr><td>" + escape(r.id) + "</td><td class=\"tokens\" lang=\"und\">" + toks + "</td></tr>\n";
+  }
+  return rows.empty() ? "" : "<table class=\"tokens\" id=\"seed-tokens\">\n<tr><th>report</th><th>tokens (in order)</th></tr>\n" + rows + "</table>\n";
+}
+
+// A long part of the page, collapsed: its summary line says what it holds.
+std::string collapsed(const std::string& summary, const std::string& body) {
+  return "<details><summary>" + escape(summary) + "</summary>\n" + body + "</details>\n";
+}
+
+// The table of contents: a link to each section the page has, in page order.
+std::string toc(const std::string& page) {
+  static const std::pair<const char*, const char*> parts[] = {
+      {"summary", "Summary"},       {"seed-plots", "The seed's plot"}, {"model", "Layer × head"},
+      {"model-distributions", "Per head, over the reports"},           {"distributions", "Distributions"},
+      {"attention", "Attention"},   {"maps", "Attention maps"},        {"sweep-section", "Sweep"},
+      {"scaling", "Scaling"}};
+  std::vector<std::pair<std::size_t, std::string>> found;
+  for (const auto& [id, name] : parts)
+    if (auto at = page.find(std::string("id=\"") + id + "\""); at != std::string::npos)
+      found.emplace_back(at, "<li><a href=\"#" + std::string(id) + "\">" + name + "</a></li>");
+  std::sort(found.begin(), found.end());
+  std::string o = "<nav id=\"toc\" class=\"toc\"><b>Contents</b><ul>";
+  for (const auto& [at, li] : found) o += li;
+  return o + "</ul></nav>\n";
 }
 
 // From the doctype to <body>: the page's title and style sheet.
@@ -62,7 +122,8 @@ std::string header_table(const ReportData& d) {
         "axes");
   if (d.heads || !d.scaling)
     row("heads", std::to_string(d.heads) + (d.layers > 1 ? " (" + std::to_string(d.layers) + " layers)" : ""), "heads");
-  row("reports", count(h.reports) + " (" + count(h.groups) + " report × scenario groups)", "reports");
+  row("reports", h.reports_text.empty() ? count(h.reports) + " (" + count(h.groups) + " report × scenario groups)" : escape(h.reports_text),
+      "reports");
   std::string threads = std::to_string(h.threads);
   if (d.scaling) {  // one run per count
     threads.clear();
@@ -77,8 +138,8 @@ std::string header_table(const ReportData& d) {
   return o;
 }
 
-// Model runs: head_separation per scenario and layer, the layer x head grids, each head's
-// strips over the reports, the top reports' maps, the seed's plot per layer.
+// Model runs: head_separation per scenario and layer, the seed's plot per layer, the layer x
+// head grids, each head's strips over the reports, then the top reports' maps (collapsed).
 std::string model_sections(const ReportData& d, const std::vector<Figure>& figs) {
   std::string o;
   o += "<section id=\"summary\">\n<h2>head_separation per scenario and layer (means)</h2>\n<table class=\"summary\">\n"
@@ -87,6 +148,11 @@ std::string model_sections(const ReportData& d, const std::vector<Figure>& figs)
     o += "<tr><td>" + escape(s.name) + "</td><td class=\"num\">" + count(s.count) + "</td><td class=\"num\">" +
          number(s.separation.stats.mean, 4) + "</td></tr>\n";
   o += "</table>\n</section>\n";
+  o += "<section id=\"seed-plots\">\n<h2>The seed's plot, per layer</h2>\n<p class=\"note\">The mean contexts of each "
+       "layer's baseline (grey) and heads on the first two context axes.</p>\n";
+  if (d.scenarios.size() > shown(d))
+    o += "<p class=\"warn\">" + count(d.scenarios.size() - shown(d)) + " more layers are in the table above, not drawn.</p>\n";
+  o += section_figs(figs, "seed") + "</section>\n";
   o += "<section id=\"model\">\n<h2>Layer × head</h2>\n<p class=\"note\">Per scenario, every head of every layer: "
        "its mean context distance to the other heads of its layer (the seed's separation), its mean Jensen–Shannon "
        "divergence to them, and its attention entropy (means over the reports). A cell links to the head's map in the "
@@ -95,24 +161,20 @@ std::string model_sections(const ReportData& d, const std::vector<Figure>& figs)
   o += "<section id=\"model-distributions\">\n<h2>Per head, over the reports</h2>\n<p class=\"note\">Per scenario and "
        "layer, each head's attention entropy (baseline included) and separation (mean context distance to the other "
        "heads of its layer) over the reports: line p01–p99, box p10–p90, tick p50, dot mean.</p>\n" +
-       section_figs(figs, "model-dist") + "</section>\n";
+       collapsed("Entropy and separation strips, per layer", section_figs(figs, "model-dist")) + "</section>\n";
   std::size_t kept = 0, drawn = 0;
   for (std::size_t i = 0; i < shown(d); ++i) kept += d.scenarios[i].maps.size();
   for (const auto& f : figs) drawn += f.section == "maps";
   o += "<section id=\"model-maps\">\n<h2 id=\"maps\">Attention maps of the top reports</h2>\n<p class=\"note\">Per "
        "scenario, the reports with the largest separation (the mean over layers and head pairs of the pair's context "
        "distance; the summary's <code>top</code> list, in its order), every layer and head, the first " +
-       std::to_string(d.limits.map_tokens) + " tokens; rows are queries, columns keys.</p>\n";
+       std::to_string(d.limits.map_tokens) + " tokens; rows are queries, columns keys; every cell shows its query, "
+       "key and weight on hover.</p>\n";
   if (kept == 0) o += "<p class=\"note\">No maps were kept in this run.</p>\n";
   if (drawn < kept * (d.heads + 1))
     o += "<p class=\"warn\">Maps beyond each scenario's top report are drawn only while the report holds fewer than " +
          count(d.limits.map_cells) + " map cells; some are not drawn.</p>\n";
-  o += section_figs(figs, "maps") + "</section>\n";
-  o += "<section id=\"seed-plots\">\n<h2>The seed's plot, per layer</h2>\n<p class=\"note\">The mean contexts of each "
-       "layer's baseline (grey) and heads on the first two context axes.</p>\n";
-  if (d.scenarios.size() > shown(d))
-    o += "<p class=\"warn\">" + count(d.scenarios.size() - shown(d)) + " more layers are in the table above, not drawn.</p>\n";
-  o += section_figs(figs, "seed") + "</section>\n";
+  o += collapsed(std::to_string(drawn) + " maps, one row per layer and report", map_rows(figs)) + "</section>\n";
   return o;
 }
 
@@ -133,7 +195,7 @@ std::string run_sections(const ReportData& d, const std::vector<Figure>& figs) {
        "different relations; the dashed line is that distance, head_separation. All plots share their axes.</p>\n";
   if (d.scenarios.size() > shown(d))
     o += "<p class=\"warn\">" + count(d.scenarios.size() - shown(d)) + " more scenarios are in the table above, not drawn.</p>\n";
-  o += section_figs(figs, "seed") + "</section>\n";
+  o += section_figs(figs, "seed") + token_table(d) + "</section>\n";
   o += "<section id=\"distributions\">\n<h2>Distributions</h2>\n" + section_figs(figs, "dist") + "</section>\n";
   return o;
 }
@@ -156,7 +218,7 @@ std::string attention_section(const ReportData& d, const std::vector<Figure>& fi
   if (drawn < kept * (d.heads + 1))
     o += "<p class=\"warn\">Some kept maps are not drawn: the report holds at most " + count(d.limits.map_cells) +
          " map cells.</p>\n";
-  o += section_figs(figs, "maps") + "</section>\n";
+  o += collapsed(std::to_string(drawn) + " maps, one row per scenario and report", map_rows(figs)) + "</section>\n";
   return o;
 }
 
@@ -202,13 +264,13 @@ std::string scaling_section(const Scaling& sc, const std::vector<Figure>& figs) 
 }  // namespace
 
 std::string html(const ReportData& d, const std::vector<Figure>& figs) {
-  std::string o = page_head(d);
-  o += header_table(d);
+  std::string o;  // the sections, then the page around them with the table of contents on top
   if (!d.scenarios.empty() && !d.distributions) o += model_sections(d, figs);
   if (!d.scenarios.empty() && d.distributions) o += run_sections(d, figs);
   if (d.attention) o += attention_section(d, figs);
   if (d.sweep) o += sweep_section(*d.sweep, figs);
   if (d.scaling) o += scaling_section(*d.scaling, figs);
+  o = page_head(d) + header_table(d) + toc(o) + o;
   o += "<footer><p class=\"note\">Written by headsep " + escape(d.header.version) +
        "; offline: no scripts, no external resources. Every figure is also available as SVG with --plot-svg.</p></footer>\n";
   return o + "</body>\n</html>\n";

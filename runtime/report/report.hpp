@@ -32,6 +32,9 @@ struct Limits {
   std::size_t map_reports = 10;
   std::size_t map_tokens = 32;       ///< queries / keys drawn per map (longer reports are cut, and say so)
   std::size_t map_cells = 60000;     ///< attention-map cells in the whole report
+  /// A model run draws (layers x (heads + 1)) maps per report: its maps keep fewer tokens and
+  /// fewer cells, so that a page with a value on every cell stays near 1.5 MB (docs/REPORTS.md).
+  static constexpr std::size_t model_map_tokens = 12, model_map_cells = 12000;
 };
 
 /// count, mean, std, min, max and quantiles of one metric of one scenario.
@@ -53,6 +56,7 @@ struct PlotReport {
   std::uint64_t index = 0;
   double separation = 0;
   std::vector<double> context;
+  std::vector<std::string> tokens;  ///< the report's first tokens (named data only; at most 16)
 };
 
 /// A kept report's attention maps, cut to Limits::map_tokens queries and keys.
@@ -116,6 +120,7 @@ struct Header {
   std::string command_line, version, scenario_plugin, weighting_plugin;
   std::vector<std::string> params;
   std::uint64_t reports = 0, groups = 0;
+  std::string reports_text;  ///< replaces the reports row's text when set (a sweep: per value)
   unsigned threads = 0;
   std::string simd, precision;
   double seconds = 0;
@@ -195,6 +200,7 @@ ReportData build(const ModelSummary& summary, Header header);
 /// One figure: an <svg> element (no XML prolog), the section it belongs to and its id.
 struct Figure {
   std::string id, section, title, svg;
+  std::string group;  ///< maps: one row per (scenario, report), this row's heading ("" = none)
 };
 
 /// Every figure of the report, in reading order.

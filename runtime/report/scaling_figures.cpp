@@ -32,7 +32,7 @@ double scaling_ceiling(const Scaling& sc, const ScalingRun& r) {
 // fastest run), linear scaling dashed, and with --ceiling what independent copies got.
 Figure scaling_speedup(const Scaling& sc) {
   const auto [W, L, R, T, B, H] = kScalingFrame;
-  Figure f{"scaling-speedup", "scaling", "Speedup against " + sc.unit, ""};
+  Figure f{"scaling-speedup", "scaling", "Speedup against " + sc.unit, "", ""};
   const auto& runs = sc.runs;
   const double t0 = runs.empty() ? 1 : runs[0].threads, w0 = runs.empty() ? 1 : runs[0].wall_s;
   auto speedup = [&](double wall) { return wall > 0 ? w0 / wall : 0.0; };
@@ -41,7 +41,12 @@ Figure scaling_speedup(const Scaling& sc) {
     tmax = std::max(tmax, double(r.threads));
     smax = std::max({smax, speedup(r.min_s), speedup(r.wall_s), scaling_ceiling(sc, r), double(r.threads) / t0});
   }
-  const Ticks tx = nice_ticks(0, tmax, 6), ty = nice_ticks(0, smax, 5);
+  // The counts' own axis: a tick at each count run (whole numbers), from the first to the last.
+  Ticks tx;
+  const double pad = tmax > t0 ? (tmax - t0) * 0.05 : 0.5;
+  tx.lo = t0 - pad, tx.hi = tmax + pad, tx.step = 1;
+  for (const auto& r : runs) tx.values.push_back(r.threads);
+  const Ticks ty = nice_ticks(0, smax, 5);
   const Scale sx{tx.lo, tx.hi, L, R}, sy{ty.lo, ty.hi, B, T};
   std::string o = svg_open(f.id, "scaling", W, H);
   o += text(8, 18, escape(f.title), "font-size=\"14\" font-weight=\"bold\" class=\"fig-title\"");
@@ -87,7 +92,7 @@ Figure scaling_speedup(const Scaling& sc) {
 // and which stage grew when threads were added.
 Figure scaling_stages(const Scaling& sc) {
   const auto [W, L, R, T, B, H] = kScalingFrame;
-  Figure f{"scaling-stages", "scaling", "Busy thread-seconds per stage", ""};
+  Figure f{"scaling-stages", "scaling", "Busy thread-seconds per stage", "", ""};
   double top = 0;
   for (const auto& r : sc.runs) {
     double sum = 0;

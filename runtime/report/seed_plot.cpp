@@ -1,6 +1,7 @@
 // The seed's plot: per scenario, the baseline's and heads' contexts on the first two context axes
 // (top reports faded, the mean outlined), every scenario on the same axes (docs/REPORTS.md).
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "report/figures.hpp"
@@ -64,6 +65,47 @@ std::string seed_legend(const ReportData& d, double W, const std::string& mean_n
   return o;
 }
 
+struct LabelWant {
+  double mx, my, nx, ny;  // the segment's midpoint and its normal
+  std::string text;
+};
+
+// Label boxes: ~6.5 px a character at 11 px, the baseline 9 px below the top. Markers: 8 px each
+// way from their centre (radius 6, outline included).
+struct Box {
+  double x0, y0, x1, y1;
+  bool meets(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
+};
+
+std::string place_labels(const std::vector<LabelWant>& wants, const std::vector<std::array<double, 2>>& marks, double L,
+                         double R, double T, double B) {
+  std::vector<Box> taken;
+  for (const auto& m : marks) taken.push_back({m[0] - 8, m[1] - 8, m[0] + 8, m[1] + 8});
+  std::string out;
+  for (const auto& w : wants) {
+    const double width = 6.5 * double(w.text.size());  // the labels are ASCII: a number and a name
+    double bx = 0, by = 0, cost = 1e300;
+    const char* anchor = "start";
+    for (double dist : {12.0, 22.0, 34.0, 48.0})
+      for (double side : {1.0, -1.0})
+        for (double along : {0.0, 1.0, -1.0}) {  // the perpendicular, then tilted along the segment
+          const double nx = w.nx * side + along * w.ny * 0.7, ny = w.ny * side - along * w.nx * 0.7;
+          const char* a = nx > 0.3 ? "start" : nx < -0.3 ? "end" : "middle";
+          const double x = std::clamp(w.mx + dist * nx, L + 4, R - 4), y = std::clamp(w.my + dist * ny + 4, T + 12, B - 4);
+          const double x0 = a[0] == 's' ? x : a[0] == 'e' ? x - width : x - width / 2;
+          const Box box{x0, y - 10, x0 + width, y + 3};
+          double c = (box.x0 < L ? L - box.x0 : 0) + (box.x1 > R ? box.x1 - R : 0) + dist * 0.01;
+          for (const auto& t : taken) c += box.meets(t) ? 100 : 0;
+          if (c < cost) cost = c, bx = x, by = y, anchor = a;
+        }
+    const double x0 = anchor[0] == 's' ? bx : anchor[0] == 'e' ? bx - width : bx - width / 2;
+    taken.push_back({x0, by - 10, x0 + width, by + 3});
+    out += text(bx, by, escape(w.text), std::string("class=\"separation-label\" text-anchor=\"") + anchor +
+                "\" fill=\"#222\" stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\"");
+  }
+  return out;
+}
+
 Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
   const auto& s = d.scenarios[si];
   const std::size_t axes = d.axes.size();
@@ -86,7 +128,10 @@ Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
 
   // One set of markers: the heads of a report or of the mean, with the lines between heads.
   // Labels are drawn last, above every marker.
-  std::string labels;
+  // Labels are placed after every marker is known: beside their segment's midpoint, on the
+  // first of several offsets (either side, further out) whose box meets no marker and no label.
+  std::vector<LabelWant> wants;
+  std::vector<std::array<double, 2>> marks;  // marker centres
   auto draw = [&](const std::vector<double>& c, const std::string& what, const std::string& id, double opacity,
                   bool outlined, const std::string& label) {
     std::string g = "<g class=\"point-set " + what + "\" data-report=\"" + escape(id) + "\">\n";
@@ -100,14 +145,11 @@ Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
       // The label sits beside the segment's midpoint, pushed perpendicular to it.
       const double mx = (X(1) + X(2)) / 2, my = (Y(1) + Y(2)) / 2, dx = X(2) - X(1), dy = Y(2) - Y(1);
       const double len = std::hypot(dx, dy);
-      const double nx = len > 0 ? -dy / len : 0, ny = len > 0 ? dx / len : -1;
-      const double lx = std::clamp(mx + 12 * nx, L + 4, R - 4), ly = std::clamp(my + 12 * ny, T + 10, B - 4);
-      const char* anchor = nx > 0.3 ? "start" : nx < -0.3 ? "end" : "middle";
-      labels += text(lx, ly, escape(label), std::string("class=\"separation-label\" text-anchor=\"") + anchor +
-                     "\" fill=\"#222\" stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\"");
+      wants.push_back({mx, my, len > 0 ? -dy / len : 0, len > 0 ? dx / len : -1, label});
     }
     for (std::uint32_t h = 0; h <= d.heads; ++h) {
       const double x = ctx(c, axes, h, 0), y = ctx(c, axes, h, 1);
+      marks.push_back({X(h), Y(h)});
       g += glyph(h, X(h), Y(h), h ? 6 : 5,
                  "class=\"marker head-" + std::to_string(h) + "\" data-head=\"" + std::to_string(h) + "\" data-x=\"" +
                      exact(x) + "\" data-y=\"" + exact(y) + "\"",
@@ -133,7 +175,7 @@ Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
                   (d.heads == 2 ? " (means " + number(dm) + " apart)" : "");
     }
   }
-  o += labels;
+  o += place_labels(wants, marks, L, R, T, B);
   double ly = 318;
   o += seed_legend(d, W, mean_note, ly);
   const double H = std::max(374.0, ly + 16);

@@ -9,7 +9,24 @@
 
 namespace headsep::report {
 
-std::string standalone_svg(const Figure& f) { return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + f.svg; }
+// A figure as its own file: links to other figures' anchors (a model grid's cells link to the maps
+// on the page) point nowhere outside the page, so they are unwrapped, their content kept.
+std::string standalone_svg(const Figure& f) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  const std::string& s = f.svg;
+  std::size_t i = 0, open_links = 0;
+  while (i < s.size()) {
+    const std::size_t a = s.find("<a href=\"#", i), close = open_links ? s.find("</a>", i) : std::string::npos;
+    if (close != std::string::npos && (a == std::string::npos || close < a)) {
+      out.append(s, i, close - i), i = close + 4, --open_links;
+    } else if (a != std::string::npos) {
+      out.append(s, i, a - i), i = s.find('>', a) + 1, ++open_links;
+    } else {
+      out.append(s, i, std::string::npos), i = s.size();
+    }
+  }
+  return out;
+}
 
 void write(const ReportData& d, const std::string& html_path, const std::string& svg_dir) {
   const auto figs = figures(d);

@@ -19,22 +19,22 @@ const std::string kSynth = "run -s ops-reports -p reports=50 -w axis-focus --qui
 
 TEST_CASE("two outputs on one file are refused before the run, naming both options", "[cli][output]") {
   TempDir dir;
-  const std::string real = dir.file("real.json");
+  const std::string real = dir.file("real.jsonl");
   write_file(real, "keep me");
-  REQUIRE(::symlink(real.c_str(), dir.file("link.json").c_str()) == 0);
-  REQUIRE(::link(real.c_str(), dir.file("hard.json").c_str()) == 0);
+  REQUIRE(::symlink(real.c_str(), dir.file("link.jsonl").c_str()) == 0);
+  REQUIRE(::link(real.c_str(), dir.file("hard.jsonl").c_str()) == 0);
   fs::create_directories(dir.file("sub"));
   struct Case {
     std::string args, first, second;
   };
   const std::vector<Case> cases = {
-      {"--summary " + shell_quote(dir.file("x.json")) + " --per-report " + shell_quote(dir.file("x.json")), "--per-report",
+      {"--summary " + shell_quote(dir.file("x.jsonl")) + " --per-report " + shell_quote(dir.file("x.jsonl")), "--per-report",
        "--summary"},
       {"-o " + shell_quote(dir.file("x.csv")) + " --per-report " + shell_quote(dir.file("sub/../x.csv")), "--output",
        "--per-report"},
-      {"--summary " + shell_quote(dir.file("link.json")) + " --per-report " + shell_quote(real), "--per-report", "--summary"},
-      {"--summary " + shell_quote(dir.file("hard.json")) + " --attention " + shell_quote(real), "--summary", "--attention"},
-      {"--trace " + shell_quote(real) + " --summary " + shell_quote(dir.file("./real.json")), "--summary", "--trace"},
+      {"--summary " + shell_quote(dir.file("link.jsonl")) + " --per-report " + shell_quote(real), "--per-report", "--summary"},
+      {"--summary " + shell_quote(dir.file("hard.jsonl")) + " --attention " + shell_quote(real), "--summary", "--attention"},
+      {"--trace " + shell_quote(real) + " --summary " + shell_quote(dir.file("./real.jsonl")), "--summary", "--trace"},
   };
   for (const auto& c : cases) {
     INFO(c.args);
@@ -46,17 +46,17 @@ TEST_CASE("two outputs on one file are refused before the run, naming both optio
   CHECK(read_file(real) == "keep me");
   for (const auto& e : fs::directory_iterator(dir.path)) {
     const auto name = e.path().filename().string();
-    CHECK((name == "real.json" || name == "link.json" || name == "hard.json" || name == "sub"));
+    CHECK((name == "real.jsonl" || name == "link.jsonl" || name == "hard.jsonl" || name == "sub"));
   }
 }
 
 TEST_CASE("an output folder that cannot take the file fails before the work, naming the option", "[cli][output]") {
   // Was: the whole run computed, then "cannot create output".
   for (const std::string opt : {"--summary", "--per-report", "--trace", "--report-html"}) {
-    auto r = run_cli(kSynth + opt + " /nonexistent/out.json");
+    auto r = run_cli(kSynth + opt + " /nonexistent/out.jsonl");
     INFO(r.err);
     CHECK(r.status == 1);
-    CHECK_THAT(r.err, Contains(opt + " /nonexistent/out.json: cannot create output"));
+    CHECK_THAT(r.err, Contains(opt + " /nonexistent/out.jsonl: cannot create output"));
   }
   TempDir dir;
   auto r = run_cli(kSynth + "--summary " + shell_quote(dir.path.string()));
@@ -68,9 +68,9 @@ TEST_CASE("an output folder that cannot take the file fails before the work, nam
 TEST_CASE("under a memory limit (ulimit -v) commands finish instead of hanging", "[cli][limits]") {
   // Was: OpenBLAS's thread pool, started at load, spun on a failed allocation: every command hung.
   TempDir dir;
-  for (const std::string args : {std::string("plugins"), kSynth + "--summary " + shell_quote(dir.file("s.json")),
+  for (const std::string args : {std::string("plugins"), kSynth + "--summary " + shell_quote(dir.file("s.jsonl")),
                                  std::string("run -s ops-reports -p reports=20 -p d_model=16 -w qkv --quiet --summary ") +
-                                     shell_quote(dir.file("q.json"))}) {
+                                     shell_quote(dir.file("q.jsonl"))}) {
     auto r = run_shell("ulimit -v 150000; timeout 60 " + shell_quote(HEADSEP_CLI) + " " + args);
     INFO(args << "\n" << r.err);
     CHECK(r.status == 0);
@@ -100,10 +100,10 @@ TEST_CASE("usage errors share exit status 2, out-of-range plugin values included
 TEST_CASE("run --model over no report writes a summary with an empty scenarios list", "[cli][model]") {
   TempDir dir;
   auto r = run_cli("run --model " + shell_quote(model_dir().string()) + " -s ops-text -p reports=0 --quiet --summary " +
-                   shell_quote(dir.file("s.json")));
+                   shell_quote(dir.file("s.jsonl")));
   INFO(r.err);
   REQUIRE(r.status == 0);
-  const auto j = nlohmann::json::parse(read_file(dir.file("s.json")));
+  const auto j = nlohmann::json::parse(read_file(dir.file("s.jsonl")));
   REQUIRE(j.contains("scenarios"));  // was: no key at all
   CHECK(j["scenarios"].empty());
 }
@@ -140,9 +140,9 @@ TEST_CASE("a text CSV with a column named twice is refused, as a seed CSV is", "
   TempDir dir;
   write_file(dir.file("t.csv"), "report_id,text,text\na,stop the line,resume\n");
   auto r = run_cli("run --model " + shell_quote(model_dir().string()) + " -s text -p path=" + shell_quote(dir.file("t.csv")) +
-                   " --quiet --summary " + shell_quote(dir.file("s.json")));
+                   " --quiet --summary " + shell_quote(dir.file("s.jsonl")));
   INFO(r.err);
   CHECK(r.status == 1);  // was: exit 0, the last `text` column read
   CHECK_THAT(r.err, Contains("duplicate column name 'text' (columns 2 and 3)"));
-  CHECK_FALSE(fs::exists(dir.file("s.json")));
+  CHECK_FALSE(fs::exists(dir.file("s.jsonl")));
 }

@@ -162,7 +162,7 @@ TEST_CASE("a read error in the middle of the input fails the run and leaves noth
   }
   SECTION("the input is a directory") {
     const auto r = run_child({"run", "--input", dir.path.string(), "--summary", dir.file("s.json")});
-    check_failed(r, "read error: Is a directory");
+    check_failed(r, "cannot open: it is a folder, not a CSV file");
   }
   CHECK(leftovers(dir.path).empty());
 }

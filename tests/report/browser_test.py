@@ -13,6 +13,7 @@ report offline, and this test checks what it rendered.
 Usage: browser_test.py HEADSEP_BINARY SOURCE_DIR. Exit 77 (CTest: skipped) with a loud message
 when Chromium is not installed; never a silent pass.
 """
+import json
 import os
 import re
 import shutil
@@ -246,6 +247,109 @@ def axis_px(els, svg_id, axis):
     return lambda v: p0 + (v - v0) * (p1 - p0) / (v1 - v0)
 
 
+def glyph_check(tmp, example_html):
+    """Korean tokens render as glyphs, not tofu: each distinct character of the seed's tokens,
+    drawn on a canvas in the report's own font stack, gives a different bitmap, and none is the
+    box a code point no font has gives (headless Chromium, fontconfig's fallback as a user gets)."""
+    css = open(example_html, encoding="utf-8").read()
+    family = re.search(r"body\{font-family:([^;}]+)", css).group(1)
+    tokens = ["정지결정", "압력이상", "복귀조건"]
+    page = os.path.join(tmp, "glyphs.html")
+    with open(page, "w", encoding="utf-8") as f:
+        f.write("""<!DOCTYPE html><meta charset="utf-8"><body><pre id="out"></pre><script>
+const font = "32px " + %s;
+function pix(ch) {
+  const c = document.createElement("canvas"); c.width = c.height = 48;
+  const g = c.getContext("2d"); g.font = font; g.fillStyle = "#000"; g.fillText(ch, 4, 38);
+  return Array.from(g.getImageData(0, 0, 48, 48).data.filter((v, i) => i %% 4 == 3)).join(",");
+}
+const chars = [...new Set([...%s.join("")])];
+const maps = chars.map(pix), box = pix("\\u{10FFFD}"), box2 = pix("\\u{10FFFC}");
+document.getElementById("out").textContent = JSON.stringify({chars: chars.length, distinct: new Set(maps).size,
+  tofu: maps.filter(m => m === box).length, boxes_equal: box === box2, blank: maps.filter(m => !/[1-9]/.test(m)).length});
+</script>""" % (json.dumps(family), json.dumps(tokens)))
+    dom, _ = browse("file://" + page, tmp, ["--dump-dom"])
+    m = re.search(r'<pre id="out">([^<]*)</pre>', dom)
+    check(m is not None, "glyphs: the canvas page ran")
+    if not m:
+        return
+    r = json.loads(m.group(1).replace("&quot;", '"'))
+    check(r["boxes_equal"], "glyphs: the detector sees two unassigned code points as the same box (it can see tofu)")
+    check(r["tofu"] == 0 and r["blank"] == 0 and r["distinct"] == r["chars"],
+          f"glyphs: the seed's {r['chars']} Hangul syllables render as {r['distinct']} distinct glyphs in the report's "
+          f"font stack, {r['tofu']} as tofu (install fonts-noto-cjk or fonts-nanum: scripts/setup.sh)")
+
+
+def collision_check(tmp, pages):
+    """In the rendered seed plots (the example, the 100k run, the model's layers), no label's box
+    meets a marker's or another label's (getBoundingClientRect in Chromium, 1 px tolerance)."""
+    svgs = []
+    for path in pages:
+        svgs += re.findall(r'<svg[^>]*class="fig seed-plot".*?</svg>', open(path, encoding="utf-8").read(), re.S)
+    page = os.path.join(tmp, "labels.html")
+    with open(page, "w", encoding="utf-8") as f:
+        f.write('<!DOCTYPE html><meta charset="utf-8"><body>' + "".join(
+            s.replace(' id="', ' data-id="', 1) for s in svgs) + """<pre id="out"></pre><script>
+const hits = [];
+const meets = (a, b) => a.left + 1 < b.right && b.left + 1 < a.right && a.top + 1 < b.bottom && b.top + 1 < a.bottom;
+let labels = 0;
+for (const svg of document.querySelectorAll("svg.seed-plot")) {
+  const ls = [...svg.querySelectorAll("text.separation-label")].map(e => [e.textContent, e.getBoundingClientRect()]);
+  const ms = [...svg.querySelectorAll("path.marker")].map(e => [e.getAttribute("class"), e.getBoundingClientRect()]);
+  labels += ls.length;
+  ls.forEach(([t, r], i) => {
+    ms.forEach(([c, m]) => { if (meets(r, m)) hits.push(svg.dataset.id + ": '" + t + "' on " + c); });
+    ls.slice(i + 1).forEach(([u, q]) => { if (meets(r, q)) hits.push(svg.dataset.id + ": '" + t + "' on '" + u + "'"); });
+  });
+}
+document.getElementById("out").textContent = JSON.stringify({plots: document.querySelectorAll("svg.seed-plot").length, labels, hits});
+</script>""")
+    dom, _ = browse("file://" + page, tmp, ["--dump-dom"])
+    m = re.search(r'<pre id="out">([^<]*)</pre>', dom)
+    check(m is not None, "labels: the measuring page ran")
+    if m:
+        r = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&#39;", "'"))
+        check(r["labels"] > 0 and not r["hits"], f"labels: {r['labels']} labels in {r['plots']} seed plots meet no marker "
+              f"and no other label" + (f" ({r['hits'][:3]})" if r["hits"] else ""))
+
+
+def finish_checks(tmp, doms, ex, att, mod):
+    """Tokens and tofu, label collisions, hover values, the table of contents, page weight."""
+    glyph_check(tmp, ex)
+    collision_check(tmp, [p for p in doms if p != att])
+    toks = by_id(doms[ex]).get("seed-tokens")
+    check(toks is not None and "정지결정" in toks["text"] and "복귀조건" in toks["text"],
+          "example: the page lists the seed's tokens (정지결정, 압력이상, 복귀조건)")
+    for path, els in doms.items():
+        name = os.path.basename(path)
+        nav = by_id(els).get("toc")
+        links = [e["attrs"]["href"][1:] for e in els if e["tag"] == "a" and "toc" in " ".join(e["parents"]) + " "
+                 and e["attrs"].get("href", "").startswith("#")]
+        ids = by_id(els)
+        check(nav is not None and links and all(l in ids for l in links),
+              f"{name}: a table of contents whose {len(links)} links all land on the page")
+        dangling = [e["attrs"]["href"] for e in els if e["tag"] == "a" and e["attrs"].get("href", "").startswith("#")
+                    and e["attrs"]["href"][1:] not in ids]
+        check(not dangling, f"{name}: no link to an anchor the page lacks" + (f" ({dangling[:3]})" if dangling else ""))
+    # Numbers on hover: histogram bars, map cells (query, key, weight), heatmap cells.
+    bars = [e for e in doms[ex] if e["svg"] == "dist-head_separation" and "bar" in classes(e)]
+    check(bars and all("report" in b["text"] and "…" in b["text"] for b in bars),
+          f"example: every histogram bar has its range and count on hover ({len(bars)} bars)")
+    axes = [e for e in doms[ex] if e["svg"] == "dist-head_separation" and "count-axis" in classes(e)]
+    check(len(axes) == 3, "example: each histogram row has a count axis")
+    maps = [(att, "map-0-0-h1")] + ([(mod, "map-0-0-h1")] if mod else [])
+    for path, mid in maps:
+        cells = [e for e in doms[path] if e["svg"] == mid and e["tag"] == "use"]
+        fig = by_id(doms[path])[mid]
+        n = len([e for e in doms[path] if e["svg"] == mid and "key" in classes(e)])
+        ok = cells and all(re.match(r".+ → .+: [0-9.e-]+$", c["text"]) for c in cells)
+        check(ok and len(cells) % n == 0, f"{os.path.basename(path)}: every cell of {mid} has query → key: weight on "
+              f"hover ({len(cells)} cells, {n} keys, report {fig['attrs'].get('data-report')})")
+    for path in [att] + ([mod] if mod else []):
+        size = os.path.getsize(path)
+        check(size <= 1_500_000, f"{os.path.basename(path)}: {size / 1e6:.2f} MB, within 1.5 MB")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="headsep-browser-")
     try:
@@ -370,6 +474,7 @@ def main():
             # Triangles' centroids sit below their anchor; the glyphs are centred within ~1.5 px.
             check(abs(cx - px_) < 2.0 and abs(cy - py_) < 2.5,
                   f"screenshot: head {hd} painted at ({cx:.1f}, {cy:.1f}), expected ({px_:.1f}, {py_:.1f})")
+        finish_checks(tmp, doms, ex, att, mod if have_model else None)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
