@@ -37,6 +37,7 @@ class PluginSource final : public ReportSource {
     auto cp = c_params(resolved);
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;
+    state_ = e_->user;  // in-process plugins find their context in *state (NULL for files)
     try {
       st = d.open(cp.data(), static_cast<std::uint32_t>(cp.size()), &state_);
     } catch (const std::exception& ex) {
