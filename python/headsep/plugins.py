@@ -244,7 +244,8 @@ def _chunk_parts(c, gen: ScenarioGenerator, d_model: int) -> tuple:
     if off.ndim != 1 or off.dtype.kind not in "iu":
         raise TypeError(f"chunk(): offsets must be a 1-D array of integers, got dtype {off.dtype}, shape {off.shape}")
     if off.dtype.kind == "i" and off.size and off.min() < 0:
-        raise ValueError(f"chunk(): offsets[{int(np.argmin(off))}] = {int(off.min())} is negative")
+        i = int(np.flatnonzero(off < 0)[0])
+        raise ValueError(f"chunk(): offsets[{i}] = {int(off[i])} is negative")
     off = np.ascontiguousarray(off, dtype=np.uint64)
     feats = c.features
     names = list(gen.features)

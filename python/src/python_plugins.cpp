@@ -102,7 +102,7 @@ std::string register_python_plugin(PluginRegistry& registry, nb::handle obj) {
   p->obj = nb::borrow(obj);
   p->helpers = helpers;
   nb::object name = obj.attr("name");
-  p->name = name.is_none() ? kebab(qual) : str_of(name);
+  p->name = name.is_none() ? kebab(str_of(cls.attr("__name__"))) : str_of(name);
   p->version = str_of(obj.attr("version"));
   nb::object desc = obj.attr("description");
   if (desc.is_none()) desc = helpers.attr("_first_doc_line")(obj);
