@@ -15,7 +15,7 @@ import warnings as _warnings
 
 from . import _headsep
 from ._headsep import Error, UsageError, __version__
-from .plugins import Batch, Chunk, Param, ScenarioGenerator, Schema, WeightingScheme  # plugins in Python
+from .python_plugins import Batch, Chunk, Param, ScenarioGenerator, Schema, WeightingScheme  # plugins in Python
 
 # The wheel carries the built-in plugins in headsep/plugins (the build tree links its plugin
 # folder there): found without environment variables, after plugin_dirs= and HEADSEP_PLUGIN_PATH.

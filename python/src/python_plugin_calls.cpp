@@ -1,5 +1,5 @@
 // The C ABI functions of every Python plugin (plugin.h): each takes the GIL for its call only,
-// calls the object (through headsep/plugins.py's helpers, which turn what it returns into
+// calls the object (through headsep/python_plugins.py's helpers, which turn what it returns into
 // contiguous arrays) and writes through the host's callbacks, so the host's checks apply as for a
 // .so. A Python exception becomes HEADSEP_ERROR with "what raised TYPE: MESSAGE (at FILE:LINE in
 // FUNCTION)" as last_error(); the host adds the plugin's label and the chunk.
@@ -140,7 +140,7 @@ bool append_names(nb::handle names, headsep_chunk_out* out, std::int32_t (*fn)(h
   return true;
 }
 
-// Writes the normalised chunk (headsep.plugins._chunk_parts) through the host's callbacks; false
+// Writes the normalised chunk (headsep.python_plugins._chunk_parts) through the host's callbacks; false
 // when the host refused one (its message is the error).
 bool write_chunk(nb::tuple parts, headsep_chunk_out* out) {
   auto off = nb::cast<In1<std::uint64_t>>(parts[0]);

@@ -14,7 +14,7 @@ namespace headsep::python {
 // One registration: the InProcessPlugin's owner and user pointer. The descriptor points into it.
 struct PyPlugin {
   nanobind::object obj;  // the user's instance
-  nanobind::object helpers;  // the headsep.plugins module (chunk and weights normalisation)
+  nanobind::object helpers;  // the headsep.python_plugins module (chunk and weights normalisation)
   PluginKind kind = PluginKind::scenario;
   std::string name, version, description, origin;
   std::vector<std::string> param_names, param_defaults, param_helps;

@@ -87,7 +87,7 @@ PyPlugin::~PyPlugin() {
 }
 
 std::string register_python_plugin(PluginRegistry& registry, nb::handle obj) {
-  nb::module_ helpers = nb::module_::import_("headsep.plugins");
+  nb::module_ helpers = nb::module_::import_("headsep.python_plugins");
   auto p = std::make_shared<PyPlugin>();
   if (nb::isinstance(obj, helpers.attr("ScenarioGenerator"))) p->kind = PluginKind::scenario;
   else if (nb::isinstance(obj, helpers.attr("WeightingScheme"))) p->kind = PluginKind::weighting;
