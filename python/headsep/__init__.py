@@ -15,14 +15,14 @@ import warnings as _warnings
 
 from . import _headsep
 from ._headsep import Error, UsageError, __version__
-from .python_plugins import Batch, Chunk, Param, ScenarioGenerator, Schema, WeightingScheme  # plugins in Python
+from .python_plugins import AttentionSpec, Batch, Chunk, Param, ScenarioGenerator, Schema, WeightingScheme  # plugins in Python
 
 # The wheel carries the built-in plugins in headsep/plugins (the build tree links its plugin
 # folder there): found without environment variables, after plugin_dirs= and HEADSEP_PLUGIN_PATH.
 _headsep._set_plugin_dir(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "plugins"))
 
 __all__ = ["Error", "UsageError", "plugins", "__version__"]
-__all__ += ["ScenarioGenerator", "WeightingScheme", "Chunk", "Batch", "Schema", "Param"]
+__all__ += ["ScenarioGenerator", "WeightingScheme", "Chunk", "Batch", "Schema", "Param", "AttentionSpec"]
 
 
 def _dirs(plugin_dirs) -> list[str]:

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["Param", "Chunk", "Schema", "Batch", "ScenarioGenerator", "WeightingScheme"]
+__all__ = ["Param", "Chunk", "Schema", "Batch", "AttentionSpec", "ScenarioGenerator", "WeightingScheme"]
 
 
 class Param:
@@ -71,6 +71,47 @@ class Chunk:
     given_weights: Any = None
     source_rows: int = 0
     rows_read: int = 0
+
+
+_MATRICES = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o", "s_w_q", "s_b_q", "s_w_k", "s_b_k", "s_w_v", "s_b_v")
+
+
+@dataclasses.dataclass
+class AttentionSpec:
+    """A QKV attention scheme the host runs (plugin.h's headsep_attention_spec, docs/ATTENTION.md).
+
+    X is the chunk's embeddings (input="embeddings", d_model wide) or its feature columns
+    (input="features", d_model = n_features). Projections come from weights_path (a safetensors
+    file, docs/SAFETENSORS.md), else from the matrices (float32, nn.Linear layout [out][in]: w_q and
+    w_k [heads*d_k, d_model], w_v [heads*d_v, d_model], biases [out]; w_o [d_model, heads*d_v];
+    s_* the single-head baseline's, [d_model, d_model]), else from `seed` (the host's seeded
+    initialisation). d_v = 0: d_k. query: "all", "first", "last" or a token index; causal: query q
+    sees keys 0..q.
+    """
+
+    d_model: int
+    d_k: int = 0
+    d_v: int = 0
+    input: str = "embeddings"
+    query: Any = "all"
+    causal: bool = False
+    seed: int = 1
+    weights_path: Optional[str] = None
+    baseline_path: Optional[str] = None
+    w_q: Any = None
+    b_q: Any = None
+    w_k: Any = None
+    b_k: Any = None
+    w_v: Any = None
+    b_v: Any = None
+    w_o: Any = None
+    b_o: Any = None
+    s_w_q: Any = None
+    s_b_q: Any = None
+    s_w_k: Any = None
+    s_b_k: Any = None
+    s_w_v: Any = None
+    s_b_v: Any = None
 
 
 class Schema:
@@ -185,6 +226,11 @@ class WeightingScheme(_Plugin):
     def weights(self, batch: Batch, slot: int):
         raise NotImplementedError(f"{type(self).__qualname__}.weights() is not implemented")
 
+    def attention(self):
+        """An attention scheme instead of weights: None (weights() computes them), an
+        AttentionSpec, or one per own scenario. Called once after open()."""
+        return None
+
 
 # ---- what the extension calls (python/src/python_plugin_calls.cpp) ---------------------------
 
@@ -216,6 +262,51 @@ def _schema_of(gen: ScenarioGenerator) -> tuple:
 
 def _weighting_info(w: WeightingScheme) -> tuple:
     return _count("heads", w.heads), _names("scenarios", w.scenarios)
+
+
+def _matrix(spec: AttentionSpec, field: str, heads: int):
+    """A float32 copy of one projection, its shape checked (the C ABI carries no sizes)."""
+    v = getattr(spec, field)
+    if v is None:
+        return None
+    d, dk, dv = spec.d_model, spec.d_k, spec.d_v or spec.d_k
+    want = {"w_q": (heads * dk, d), "b_q": (heads * dk,), "w_k": (heads * dk, d), "b_k": (heads * dk,),
+            "w_v": (heads * dv, d), "b_v": (heads * dv,), "w_o": (d, heads * dv), "b_o": (d,)}.get(
+        field, (d, d) if field.startswith("s_w") else (d,))
+    a = np.array(v, dtype=np.float32, order="C", copy=True)
+    if a.shape != want:
+        raise ValueError(f"attention(): {field} has shape {a.shape}; expected {want} (heads = {heads}, d_model = {d}, "
+                         f"d_k = {dk}, d_v = {dv})")
+    return a
+
+
+def _attention_specs(w: WeightingScheme, heads: int):
+    """None, or per spec (input, d_model, d_k, d_v, query, query_index, mask, seed, weights_path,
+    baseline_path, [the 14 matrices or None])."""
+    specs = w.attention()
+    if specs is None:
+        return None
+    if isinstance(specs, AttentionSpec):
+        specs = [specs]
+    out = []
+    for sp in specs:
+        if not isinstance(sp, AttentionSpec):
+            raise TypeError(f"attention() must return None, a headsep.AttentionSpec or a list of them, got {type(sp).__qualname__}")
+        inputs = {"embeddings": 0, "features": 1}
+        if sp.input not in inputs:
+            raise ValueError(f"attention(): input must be 'embeddings' or 'features', got {sp.input!r}")
+        queries = {"all": 0, "first": 1, "last": 2}
+        q, qi = (queries[sp.query], 0) if isinstance(sp.query, str) and sp.query in queries else (3, sp.query)
+        if q == 3 and (isinstance(qi, bool) or not isinstance(qi, (int, np.integer))):
+            raise ValueError(f"attention(): query must be 'all', 'first', 'last' or a token index, got {sp.query!r}")
+        if sp.weights_path is None and sp.w_q is not None and (sp.w_k is None or sp.w_v is None):
+            raise ValueError("attention(): w_q needs w_k and w_v")
+        out.append((inputs[sp.input], _count("d_model", sp.d_model), _count("d_k", sp.d_k), _count("d_v", sp.d_v or sp.d_k), q,
+                    int(qi), 1 if sp.causal else 0, int(sp.seed) & (2**64 - 1),
+                    None if sp.weights_path is None else str(sp.weights_path),
+                    None if sp.baseline_path is None else str(sp.baseline_path),
+                    [_matrix(sp, f, heads) for f in _MATRICES]))
+    return out
 
 
 def _bytes_list(what: str, v) -> list:

@@ -8,6 +8,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -209,7 +211,39 @@ struct WeightingState {
   std::vector<std::string> names;
   std::vector<const char*> name_ptrs;
   nb::object feature_names;  // a tuple, handed to every Batch; released under the GIL (destroy)
+  std::vector<headsep_attention_spec> specs;  // attention(): the host runs these instead of weights()
+  std::deque<std::string> paths;              // their files (stable addresses)
+  nb::list matrices;                          // float32 copies the specs point into
 };
+
+// attention()'s specs (headsep.python_plugins._attention_specs: shapes checked, float32 copies).
+void read_attention(WeightingState& s, nb::handle specs) {
+  for (nb::handle h : specs) {
+    nb::tuple t = nb::cast<nb::tuple>(h);
+    headsep_attention_spec a{};
+    a.struct_size = sizeof a;
+    a.input = nb::cast<std::uint32_t>(t[0]);
+    a.d_model = nb::cast<std::uint32_t>(t[1]);
+    a.heads = s.heads;
+    a.d_k = nb::cast<std::uint32_t>(t[2]);
+    a.d_v = nb::cast<std::uint32_t>(t[3]);
+    a.query = nb::cast<std::uint32_t>(t[4]);
+    a.query_index = nb::cast<std::int32_t>(t[5]);
+    a.mask = nb::cast<std::uint32_t>(t[6]);
+    a.seed = nb::cast<std::uint64_t>(t[7]);
+    if (!t[8].is_none()) a.weights_path = s.paths.emplace_back(nb::cast<std::string>(t[8])).c_str();
+    if (!t[9].is_none()) a.baseline_path = s.paths.emplace_back(nb::cast<std::string>(t[9])).c_str();
+    const float** fields[] = {&a.w_q, &a.b_q, &a.w_k, &a.b_k, &a.w_v, &a.b_v, &a.w_o,
+                              &a.b_o, &a.s_w_q, &a.s_b_q, &a.s_w_k, &a.s_b_k, &a.s_w_v, &a.s_b_v};
+    nb::list mats = nb::cast<nb::list>(t[10]);
+    for (std::size_t i = 0; i < std::size(fields) && i < mats.size(); ++i) {
+      if (mats[i].is_none()) continue;
+      *fields[i] = nb::cast<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>(mats[i]).data();
+      s.matrices.append(mats[i]);
+    }
+    s.specs.push_back(a);
+  }
+}
 
 headsep_status w_create(const headsep_param* params, std::uint32_t n, const headsep_schema* schema, void** state) {
   auto* p = static_cast<PyPlugin*>(*state);
@@ -229,6 +263,8 @@ headsep_status w_create(const headsep_param* params, std::uint32_t n, const head
     s->heads = nb::cast<std::uint32_t>(info[0]);
     s->names = strings(info[1]);
     for (const auto& c : s->names) s->name_ptrs.push_back(c.c_str());
+    nb::object specs = p->helpers.attr("_attention_specs")(p->obj, s->heads);
+    if (!specs.is_none()) read_attention(*s, specs);
     *state = s.release();
     return HEADSEP_OK;
   });
@@ -242,6 +278,7 @@ headsep_status w_describe(void* state, headsep_weighting_info* info) {
   info->layout = HEADSEP_LAYOUT_PER_TOKEN;
   info->n_scenarios = static_cast<std::uint32_t>(s->name_ptrs.size());
   info->scenario_names = s->name_ptrs.data();
+  info->attention = s->specs.empty() ? nullptr : s->specs.data();
   return HEADSEP_OK;
 }
 

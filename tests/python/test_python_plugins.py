@@ -283,3 +283,45 @@ def test_required_parameter_and_sequential_generator_with_given_weights():
     s = summary(Seeded(), "table", ["reports=7"], 2, 3)
     assert [(x["scenario"], x["count"]) for x in s["scenarios"]] == [("a", 7), ("b", 7)]
     assert s["scenarios"][0]["top"][0]["report_id"] == "r0-0"
+
+
+class SeededQkv(headsep.WeightingScheme):
+    """The built-in qkv's seeded scheme as an attention spec (d_k = d_model / heads)."""
+
+    heads = 4
+    scenarios = ("qkv",)
+    parameters = {"matrices": False}
+
+    def open(self, params, schema):
+        self.d = schema.d_model
+        self.matrices = params["matrices"]
+
+    def attention(self):
+        if not self.matrices:
+            return headsep.AttentionSpec(d_model=self.d, d_k=self.d // 4, seed=1)
+        g = np.random.default_rng(5)
+        m = lambda *shape: g.standard_normal(shape) / 8  # noqa: E731
+        return headsep.AttentionSpec(d_model=self.d, d_k=4, w_q=m(16, self.d), w_k=m(16, self.d), w_v=m(16, self.d),
+                                     b_v=m(16), query="last", causal=True)
+
+    def weights(self, batch, slot):
+        raise AssertionError("an attention scheme's weights are the host's")
+
+
+def test_a_python_attention_spec_is_run_by_the_host():
+    params = ["reports=300", "d_model=16"]
+    want = summary("ops-reports", "qkv", params + ["qkv.heads=4"])
+    got = summary("ops-reports", SeededQkv(), params, 2, 64)
+    assert metrics(got) == metrics(want)
+    a = summary("ops-reports", SeededQkv(), params + ["matrices=true"], 1)
+    assert metrics(summary("ops-reports", SeededQkv(), params + ["matrices=true"], 2, 7)) == metrics(a)
+    assert metrics(a) != metrics(want)
+
+    class Wrong(SeededQkv):
+        def attention(self):
+            return headsep.AttentionSpec(d_model=self.d, d_k=4, w_q=np.zeros((15, self.d)), w_k=np.zeros((16, self.d)),
+                                         w_v=np.zeros((16, self.d)))
+
+    with pytest.raises(headsep.Error, match=r"open\(\) raised ValueError: attention\(\): w_q has shape \(15, 16\); "
+                                             r"expected \(16, 16\)"):
+        summary("ops-reports", Wrong(), params)
