@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -325,3 +329,49 @@ def test_a_python_attention_spec_is_run_by_the_host():
     with pytest.raises(headsep.Error, match=r"open\(\) raised ValueError: attention\(\): w_q has shape \(15, 16\); "
                                              r"expected \(16, 16\)"):
         summary("ops-reports", Wrong(), params)
+
+
+# ---- through headsep.run -------------------------------------------------------------------
+
+def test_python_plugins_through_headsep_run():
+    want = headsep.run("ops-reports", "axis-focus", {"reports": 2000, "seed": 3}, rows=False, report=False)
+    got = headsep.run(ex.OpsReports(), ex.AxisFocus(), {"reports": 2000, "seed": 3}, rows=False, report=False,
+                      threads=2, chunk=100)
+    assert got.summary["scenarios"] == want.summary["scenarios"]
+    with pytest.raises(headsep.Error, match=r"scenario plugin 'bad-gen' \(Python class test_python_plugins.BadGen\): "
+                                             r"chunk 1: next_chunk failed: chunk\(1, 4\) raised ZeroDivisionError"):
+        headsep.run(BadGen(), "uniform", {"mode": "raise"}, threads=1, chunk=4, rows=False, report=False)
+    with pytest.raises(TypeError, match="expected a plugin name or an instance of a headsep.ScenarioGenerator"):
+        headsep.run(object(), "uniform")
+
+
+SLOW = textwrap.dedent("""
+    import signal, sys, time, numpy as np, headsep
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    class Slow(headsep.ScenarioGenerator):
+        features = ("decision_axis", "evidence_axis", "condition_axis")
+        random_access = True
+        def chunk(self, index, max_reports):
+            time.sleep(0.01)
+            x = np.ones(3 * max_reports)
+            return headsep.Chunk(np.arange(max_reports + 1) * 3, [x, x, x])
+    print("running", flush=True)
+    try:
+        headsep.run(Slow(), "uniform", threads=2, chunk=64, rows=False, report=False)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", flush=True)
+        sys.exit(3)
+""")
+
+
+def test_ctrl_c_stops_a_run_of_a_python_plugin_within_a_second(tmp_path):
+    p = subprocess.Popen([sys.executable, "-c", SLOW], cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ))
+    assert p.stdout.readline().strip() == "running"
+    time.sleep(1.0)
+    assert p.poll() is None  # an endless generator: still running
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == 3 and out.strip() == "KeyboardInterrupt"
+    assert time.monotonic() - t0 < 1.0
