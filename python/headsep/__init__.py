@@ -17,6 +17,7 @@ import warnings as _warnings
 from . import _headsep
 from ._headsep import Error, UsageError, __version__
 from ._result import Result
+from .python_plugins import AttentionSpec, Batch, Chunk, Param, ScenarioGenerator, Schema, WeightingScheme  # plugins in Python
 
 # The wheel carries the built-in plugins in headsep/plugins beside the extension (the build tree
 # links its plugin folder there; an editable install keeps the extension and the plugins in
@@ -25,6 +26,7 @@ from ._result import Result
 _headsep._set_plugin_dir(_os.path.join(_os.path.dirname(_os.path.abspath(_headsep.__file__)), "plugins"))
 
 __all__ = ["Error", "UsageError", "Result", "Model", "run", "model", "plugins", "__version__"]
+__all__ += ["ScenarioGenerator", "WeightingScheme", "Chunk", "Batch", "Schema", "Param", "AttentionSpec"]
 
 
 def _dirs(plugin_dirs) -> list[str]:

@@ -6,6 +6,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ._headsep import Error as Error, UsageError as UsageError
+from .python_plugins import (AttentionSpec as AttentionSpec, Batch as Batch, Chunk as Chunk, Param as Param,
+                             ScenarioGenerator as ScenarioGenerator, Schema as Schema, WeightingScheme as WeightingScheme)
 
 __version__: str
 

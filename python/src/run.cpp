@@ -6,6 +6,7 @@
 
 #include "core.hpp"
 #include "headsep/error.hpp"
+#include "python_plugins.hpp"
 #include "result.hpp"
 
 namespace nb = nanobind;
@@ -15,15 +16,10 @@ namespace headsep::python {
 namespace {
 
 /// A Python plugin object (a headsep.ScenarioGenerator / headsep.WeightingScheme instance) made an
-/// entry of `registry`; returns the name to open it by. The plugin binding's
-/// register_python_plugin (python/src/python_plugins.hpp) does it; until it is wired in, this is
-/// the one place to call it from.
+/// entry of `registry` (python_plugins.hpp); returns the name to open it by.
 std::string python_plugin_name(PluginRegistry& registry, nb::handle obj, const char* what) {
-  (void)registry;
-  throw nb::type_error((std::string("Python plugins need headsep.ScenarioGenerator / headsep.WeightingScheme ") +
-                        "support, which this build lacks: give the " + what + " as a plugin name (see headsep.plugins()), not " +
-                        nb::type_name(obj.type()).c_str())
-                           .c_str());
+  (void)what;
+  return register_python_plugin(registry, obj);
 }
 
 /// The name a scenario/weighting argument gives: a str as it is, None as "", else a Python plugin.

@@ -44,6 +44,7 @@ class PluginWeighting final : public Weighting {
     cs.d_model = schema.d_model;  // ABI 1.1
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;
+    state_ = e_->user;  // in-process plugins find their context in *state (NULL for files)
     try {
       support::InFlight in_flight(e_->in_flight.c_str(), "create()");
       st = d.create(cp.data(), static_cast<std::uint32_t>(cp.size()), &cs, &state_);
