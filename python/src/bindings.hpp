@@ -1,0 +1,10 @@
+// The binding files of headsep._headsep, one bind_*() each; module.cpp calls them in order.
+// A new binding file adds one line here and one in module.cpp.
+#pragma once
+#include <nanobind/nanobind.h>
+
+namespace headsep::python {
+
+void bind_core(nanobind::module_& m);  // core.cpp, run.cpp, result.cpp, model.cpp: errors, plugins(), run(), model()
+
+}  // namespace headsep::python
