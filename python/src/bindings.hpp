@@ -5,6 +5,6 @@
 
 namespace headsep::python {
 
-void bind_core(nanobind::module_& m);  // core.cpp, run.cpp, result.cpp, model.cpp: errors, plugins(), run(), model()
+void bind_core(nanobind::module_& m);  // core.cpp (+ result.cpp, run.cpp, model.cpp): errors, plugins(), run(), model()
 
 }  // namespace headsep::python

@@ -1,5 +1,6 @@
 // bind_core: the errors (headsep.Error, headsep.UsageError), the package's plugin folder and
-// headsep.plugins(); run() and model() are bound by run.cpp and model.cpp, called from here.
+// headsep.plugins(); the RunResult class, run() and model() are bound by result.cpp, run.cpp and
+// model.cpp, called from here.
 #include "core.hpp"
 
 #include <nanobind/stl/string.h>
@@ -10,6 +11,8 @@
 
 #include "bindings.hpp"
 #include "headsep/error.hpp"
+#include "job/job.hpp"
+#include "result.hpp"
 
 namespace nb = nanobind;
 
@@ -104,7 +107,7 @@ PluginRegistry load_registry(const std::vector<std::string>& dirs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(d, ec)) throw UsageError("plugin_dirs: " + d + ": no such directory");
   }
-  return PluginRegistry::discover(plugin_search_path(dirs, package_plugin_dir()));
+  return job::load_registry(dirs, package_plugin_dir());
 }
 
 nb::handle error_type() { return error_storage(); }
@@ -136,6 +139,9 @@ void bind_core(nb::module_& m) {
         "Sets the package's own plugin folder (headsep/__init__.py calls it once).");
   m.def("_plugins", &list_plugins, nb::arg("plugin_dirs"),
         "(plugins, failures): what `headsep plugins` lists, as dicts; files that failed to load.");
+  bind_result(m);
+  bind_run(m);
+  bind_model(m);
 }
 
 }  // namespace headsep::python
