@@ -5,4 +5,5 @@
 NB_MODULE(_headsep, m) {
   m.doc() = "headsep's engine (C++): use the headsep package, not this module";
   headsep::python::bind_core(m);
+  headsep::python::bind_attention(m);
 }
