@@ -25,6 +25,7 @@
 // Batches run in parallel (oneTBB), sums are merged in batch order: results do not depend on the
 // thread count.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -51,6 +52,9 @@ struct ModelRunOptions {
   std::size_t map_tokens = 32;      ///< queries and keys kept per map (a longer report's first ones)
   /// Where the run's time goes (headsep/profile.hpp), filled when run_model returns; null = off.
   Profiler* profiler = nullptr;
+  /// As RunOptions::stop: set to true from any thread, the input stage takes no further batch and
+  /// run_model throws Interrupted (the Python module on Ctrl-C). Null: never stopped.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// The attention maps of one report, every layer and head: maps[((l*(H+1) + h)*keys + q)*keys + k]

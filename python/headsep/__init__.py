@@ -114,7 +114,7 @@ def _call_text(name: str, args: list, kwargs: dict) -> str:
 
 def run(scenario, weighting=None, params=None, *, axes=None, input=None, threads=None, simd=None,
         precision="f64", chunk=None, top=None, bins=None, rows=True, progress=False, reports=None,
-        plugin_dirs=None) -> Result:
+        plugin_dirs=None, report=True) -> Result:
     """Run a report set through a weighting scheme: the job of ``headsep run``.
 
     Parameters
@@ -147,6 +147,9 @@ def run(scenario, weighting=None, params=None, *, axes=None, input=None, threads
         with the reports; False keeps only the summary and the report).
     progress : bool
         The engine's progress bar on standard error (file descriptor 2).
+    report : bool
+        Keep what ``Result.report_html()`` needs (the report's sink, as ``--report-html``);
+        False saves its time when no report is wanted.
     reports : list of str, optional
         Report ids to analyse (``--report``); default all.
     plugin_dirs : path or list of paths, optional
@@ -186,7 +189,7 @@ def run(scenario, weighting=None, params=None, *, axes=None, input=None, threads
     core = _headsep._run(scenario, weighting, _params(params), _axes(axes),
                          "" if input is None else _os.fspath(input), list(reports or []), _dirs(plugin_dirs),
                          _count("threads", threads), simd or "", precision, _count("chunk", chunk, 1),
-                         top_, bins_, bool(rows), bool(progress), command)
+                         top_, bins_, bool(rows), bool(report), bool(progress), command)
     return Result(core)
 
 

@@ -133,7 +133,7 @@ class AttentionResult(Result):
 
 def attention(x, *, offsets=None, weights, heads=None, query="all", causal=False, baseline=None, maps=False,
               threads=None, axes=None, features=None, feature_names=None, report_ids=None, top=None, bins=None,
-              rows=True, seed=1) -> AttentionResult:
+              rows=True, report=True, seed=1) -> AttentionResult:
     """Measure multi-head self-attention on embeddings in memory: every per-report metric of
     ``headsep run -s tensor -w qkv`` (contexts, difference from the single-head baseline, head
     separation, per-head entropy / confidence / self, previous and first-token weight, per-pair
@@ -185,6 +185,8 @@ def attention(x, *, offsets=None, weights, heads=None, query="all", causal=False
         The summary's top reports (default 10) and histogram bins (default 20).
     rows : bool
         Keep the per-report rows (``Result.rows`` / ``Result.arrays``).
+    report : bool
+        Keep what ``Result.report_html()`` needs (the top reports' maps), as ``headsep.run``.
     seed : int
         qkv's ``seed``: the default baseline's initialisation.
 
@@ -240,5 +242,5 @@ def attention(x, *, offsets=None, weights, heads=None, query="all", causal=False
     core, m, address = _headsep._attention(
         xa, None if offsets is None else _int_list(offsets, "offsets"), w, b, h, _query(query), bool(causal), sel,
         _count("threads", threads), _axes(axes), f, names, ids, 10 if top is None else _count("top", top),
-        20 if bins is None else _count("bins", bins, 1), bool(rows), seed, command)
+        20 if bins is None else _count("bins", bins, 1), bool(rows), bool(report), seed, command)
     return AttentionResult(core, m, address)

@@ -111,10 +111,13 @@ class Result:
         self._core.report_html(_os.fspath(path))
         return None
 
-    def _repr_html_(self) -> str:
+    def _repr_html_(self):
         # The report is a whole document with its own styles: an iframe keeps them apart from the
-        # notebook's.
-        doc = self._core.report_html("")
+        # notebook's. A run without its report (report=False): Jupyter falls back to repr().
+        try:
+            doc = self._core.report_html("")
+        except ValueError:
+            return None
         return ('<iframe style="width:100%;height:720px;border:0" srcdoc="'
                 + _html.escape(doc, quote=True) + '"></iframe>')
 

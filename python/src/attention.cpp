@@ -144,7 +144,7 @@ struct AttentionCall {
   bool all_maps = false;   // maps=True
   std::set<std::uint64_t> map_reports;  // maps=[i, j, ...]
   job::JobArgs args;
-  bool rows = true;
+  bool rows = true, report = true;
 };
 
 /// The axes of a call: given, the seed's (as `headsep run`) when there are features, else the
@@ -164,7 +164,7 @@ nb::tuple run_attention(AttentionCall c) {
   s.weighting = make_array_attention(c.attention, s.source->schema());
   s.axes = AxisMap::bind(specs, s.source->schema().feature_names);
   RunOptions opt = job::engine_options(c.args, s);
-  auto res = RunResult::open(c.args, job::run_info(s), c.rows);
+  auto res = RunResult::open(c.args, job::run_info(s), c.rows, c.report);
   res->attach(opt);
   std::function<bool(std::uint64_t)> keep;
   if (c.all_maps) keep = [](std::uint64_t) { return true; };
@@ -241,7 +241,7 @@ void bind_attention(nb::module_& m) {
       [](FloatArray x, nb::handle offsets, nb::handle weights, nb::handle baseline, std::uint32_t heads, std::string query,
          bool causal, nb::handle maps, unsigned threads, std::string axes, nb::handle features,
          std::vector<std::string> feature_names, std::vector<std::string> report_ids, std::size_t top, std::size_t bins,
-         bool rows, std::uint64_t seed, std::string command_line) {
+         bool rows, bool report, std::uint64_t seed, std::string command_line) {
         AttentionCall c;
         set_x(c, x, offsets);
         set_features(c, features, std::move(feature_names));
@@ -267,13 +267,13 @@ void bind_attention(nb::module_& m) {
         if (!c.attention.baseline.path.empty()) c.args.params.push_back("qkv.baseline=" + c.attention.baseline.path);
         c.args.threads = threads, c.args.top = top, c.args.bins = bins;
         c.args.command_line = std::move(command_line);
-        c.rows = rows;
+        c.rows = rows, c.report = report;
         return run_attention(std::move(c));
       },
       nb::arg("x").noconvert(), nb::arg("offsets").none(), nb::arg("weights").none(), nb::arg("baseline").none(),
       nb::arg("heads"), nb::arg("query"), nb::arg("causal"), nb::arg("maps").none(), nb::arg("threads"), nb::arg("axes"),
       nb::arg("features").none(), nb::arg("feature_names"), nb::arg("report_ids"), nb::arg("top"), nb::arg("bins"),
-      nb::arg("rows"), nb::arg("seed"), nb::arg("command_line"),
+      nb::arg("rows"), nb::arg("report"), nb::arg("seed"), nb::arg("command_line"),
       "The engine run behind headsep.attention: (RunResult, maps dict or None, address of the X the engine read).");
 }
 

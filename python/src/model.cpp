@@ -47,7 +47,7 @@ std::unique_ptr<ModelRunResult> model_run(job::JobArgs a, bool maps) {
   }
   res->summary = std::make_unique<ModelSummary>();
   run_interruptibly([&](const std::atomic<bool>* stop) {
-    (void)stop;  // run_model has no stop hook yet: Ctrl-C takes effect when it returns
+    mj->options.stop = stop;
     *res->summary = run_model(*mj->source, *mj->model, *mj->axes, mj->options);
   });
   res->options = mj->run;

@@ -18,12 +18,14 @@ namespace nb = nanobind;
 
 namespace headsep::python {
 
-std::unique_ptr<RunResult> RunResult::open(job::JobArgs args, RunInfo info, bool rows) {
+std::unique_ptr<RunResult> RunResult::open(job::JobArgs args, RunInfo info, bool rows, bool report) {
   auto r = std::make_unique<RunResult>();
   r->summary = std::make_unique<Summary>(info, SummaryOptions{args.top, args.bins, 0.005});
-  report::Limits limits;
-  limits.map_reports = args.top;
-  r->collector = std::make_unique<report::Collector>(info, limits);
+  if (report) {
+    report::Limits limits;
+    limits.map_reports = args.top;
+    r->collector = std::make_unique<report::Collector>(info, limits);
+  }
   if (rows) r->rows = std::make_unique<RowColumns>(info);
   r->args = std::move(args);
   r->info = std::move(info);
@@ -31,17 +33,19 @@ std::unique_ptr<RunResult> RunResult::open(job::JobArgs args, RunInfo info, bool
 }
 
 void RunResult::attach(RunOptions& opt) {
-  if (info.attention) opt.keep_top_maps = args.top;  // the report's maps: the summary's top (as the CLI's report)
+  if (info.attention && collector) opt.keep_top_maps = args.top;  // the report's maps: the summary's top (as the CLI's report)
   options = opt;
 }
 
 std::vector<ResultSink*> RunResult::sinks() {
-  std::vector<ResultSink*> s{summary.get(), collector.get()};
+  std::vector<ResultSink*> s{summary.get()};
+  if (collector) s.push_back(collector.get());
   if (rows) s.push_back(rows.get());
   return s;
 }
 
 std::string RunResult::report_html(const std::string& path) const {
+  if (!collector) throw nb::value_error("this run kept no report: run it with report=True");
   report::ReportData d = report::build(*summary, *collector, job::report_header(args, options, stats, info.attention, HEADSEP_VERSION));
   if (path.empty()) return report::html(d, report::figures(d));
   report::write(d, path, "");

@@ -3,7 +3,7 @@
 // engine: run_released() -- the GIL released for the whole run, Ctrl-C turned into
 // KeyboardInterrupt. Other binding files (headsep.attention) build a RunResult the same way:
 //
-//   auto res = RunResult::open(args, info, /*rows=*/true);   // the sinks, before the run
+//   auto res = RunResult::open(args, info, /*rows=*/true, /*report=*/true);   // the sinks
 //   RunOptions opt = ...; res->attach(opt);                  // what the sinks need from the engine
 //   res->stats = run_released(source, weighting, axes, opt, res->sinks());
 //   return res;                                              // headsep.Result(res) in Python
@@ -28,11 +28,12 @@ struct RunResult {
   RunOptions options;  ///< the SIMD level and precision the report names
   RunStats stats;
   std::unique_ptr<Summary> summary;              ///< always: Result.summary
-  std::unique_ptr<report::Collector> collector;  ///< always: Result.report_html()
+  std::unique_ptr<report::Collector> collector;  ///< with report=True: Result.report_html()
   std::unique_ptr<RowColumns> rows;              ///< with rows=True: Result.rows, Result.arrays
 
-  /// The sinks of a run with these arguments and this RunInfo (summary options from args.top/bins).
-  static std::unique_ptr<RunResult> open(job::JobArgs args, RunInfo info, bool rows);
+  /// The sinks of a run with these arguments and this RunInfo (summary options from args.top/bins):
+  /// the Summary always, the rows and the report's Collector when asked for.
+  static std::unique_ptr<RunResult> open(job::JobArgs args, RunInfo info, bool rows, bool report);
   /// Sets what the sinks need from the engine (attention schemes: the top reports' maps).
   void attach(RunOptions& opt);
   std::vector<ResultSink*> sinks();

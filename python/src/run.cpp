@@ -35,7 +35,7 @@ std::string plugin_name(PluginRegistry& registry, nb::handle obj, const char* wh
 
 struct RunCall {
   job::JobArgs args;
-  bool rows = true, progress = false;
+  bool rows = true, report = true, progress = false;
 };
 
 std::unique_ptr<RunResult> run_job(nb::handle scenario, nb::handle weighting, RunCall call) {
@@ -55,7 +55,7 @@ std::unique_ptr<RunResult> run_job(nb::handle scenario, nb::handle weighting, Ru
   }
   RunOptions opt = job::engine_options(a, *s);
   opt.progress = call.progress;
-  auto res = RunResult::open(a, job::run_info(*s), call.rows);
+  auto res = RunResult::open(a, job::run_info(*s), call.rows, call.report);
   res->attach(opt);
   res->stats = run_released(*s->source, *s->weighting, s->axes, opt, res->sinks());
   return res;
@@ -68,8 +68,8 @@ void bind_run(nb::module_& m) {
       "_run",
       [](nb::handle scenario, nb::handle weighting, std::vector<std::string> params, std::string axes, std::string input,
          std::vector<std::string> reports, std::vector<std::string> plugin_dirs, unsigned threads, std::string simd,
-         std::string precision, std::size_t chunk, std::size_t top, std::size_t bins, bool rows, bool progress,
-         std::string command_line) {
+         std::string precision, std::size_t chunk, std::size_t top, std::size_t bins, bool rows, bool report,
+         bool progress, std::string command_line) {
         RunCall c;
         c.args.params = std::move(params);
         if (!axes.empty()) c.args.axes = std::move(axes);
@@ -84,12 +84,14 @@ void bind_run(nb::module_& m) {
         c.args.bins = bins;
         c.args.command_line = std::move(command_line);
         c.rows = rows;
+        c.report = report;
         c.progress = progress;
         return run_job(scenario, weighting, std::move(c));
       },
       nb::arg("scenario").none(), nb::arg("weighting").none(), nb::arg("params"), nb::arg("axes"), nb::arg("input"),
       nb::arg("reports"), nb::arg("plugin_dirs"), nb::arg("threads"), nb::arg("simd"), nb::arg("precision"),
-      nb::arg("chunk"), nb::arg("top"), nb::arg("bins"), nb::arg("rows"), nb::arg("progress"), nb::arg("command_line"),
+      nb::arg("chunk"), nb::arg("top"), nb::arg("bins"), nb::arg("rows"), nb::arg("report"), nb::arg("progress"),
+      nb::arg("command_line"),
       "The engine run behind headsep.run (arguments already checked and converted there).");
 }
 

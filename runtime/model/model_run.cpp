@@ -180,6 +180,7 @@ tbb::filter<void, void> ModelPipeline::filters() {
 // ---- serial input ------------------------------------------------------------------------------
 
 Item* ModelPipeline::input(tbb::flow_control& fc) {
+  if (opt_.stop && opt_.stop->load(std::memory_order_relaxed)) throw Interrupted("the run was interrupted");
   if (input_failed_ || done_ || (chunks_ && next_index_ >= chunks_)) {
     fc.stop();
     return nullptr;
