@@ -86,17 +86,18 @@ class MapSink final : public ResultSink {
     }
   }
 
-  /// {"reports", "queries", "maps", "single", "output"}: arrays when every kept report has the
-  /// same shape (maps [R, H, nq, n]), else lists of one array per report.
-  nb::dict to_python() {
+  /// {"reports", "queries", "maps", "single", "output"}: arrays (maps [R, H, nq, n]) for reports
+  /// of one length (x [B, n, d]), lists of one array per report for ragged ones (x [T, d] + offsets).
+  /// `n`, `nq`: the uniform reports' tokens and query rows (the shape of an empty selection).
+  nb::dict to_python(bool ragged, std::size_t n_uniform, std::size_t nq_uniform) {
     nb::dict out;
     out["reports"] = owned(std::vector<std::uint64_t>(reports_), {reports_.size()});
     out["queries"] = owned(std::vector<std::uint32_t>(query_), {query_.size()});
     const std::size_t R = reports_.size();
     const bool same = std::all_of(n_.begin(), n_.end(), [&](std::size_t v) { return v == n_[0]; }) &&
                       std::all_of(nq_.begin(), nq_.end(), [&](std::size_t v) { return v == nq_[0]; });
-    if (R == 0 || same) {
-      const std::size_t n = R ? n_[0] : 0, nq = R ? nq_[0] : 0;
+    if (!ragged && same) {  // uniform reports always have one shape
+      const std::size_t n = R ? n_[0] : n_uniform, nq = R ? nq_[0] : nq_uniform;
       out["maps"] = owned(std::move(maps_), {R, heads_, nq, n});
       out["single"] = owned(std::move(single_), {R, nq, n});
       out["output"] = d_out_ ? owned(std::move(output_), {R, nq, d_out_}) : nb::none();
@@ -142,7 +143,8 @@ struct AttentionCall {
   ArrayAttention attention;
   std::string axes;        // empty: the seed's axes with features, else x0=x[0];x1=x[1]
   bool all_maps = false;   // maps=True
-  std::set<std::uint64_t> map_reports;  // maps=[i, j, ...]
+  bool some_maps = false;  // maps=[i, j, ...] (possibly empty)
+  std::set<std::uint64_t> map_reports;
   job::JobArgs args;
   bool rows = true, report = true;
 };
@@ -156,6 +158,8 @@ std::string axes_of(const AttentionCall& c) {
 }
 
 nb::tuple run_attention(AttentionCall c) {
+  const bool ragged = c.x.uniform == 0;
+  const std::size_t uniform = c.x.uniform;
   auto specs = parse_axes(axes_of(c));
   c.args.axes = axes_of(c);
   c.x.columns = axis_columns(specs);
@@ -168,7 +172,7 @@ nb::tuple run_attention(AttentionCall c) {
   res->attach(opt);
   std::function<bool(std::uint64_t)> keep;
   if (c.all_maps) keep = [](std::uint64_t) { return true; };
-  else if (!c.map_reports.empty()) keep = [sel = c.map_reports](std::uint64_t g) { return sel.count(g) > 0; };
+  else if (c.some_maps) keep = [sel = c.map_reports](std::uint64_t g) { return sel.count(g) > 0; };
   if (keep) {
     const std::uint64_t total = s.source->total_reports();
     for (std::uint64_t g : c.map_reports)
@@ -180,7 +184,9 @@ nb::tuple run_attention(AttentionCall c) {
   std::vector<ResultSink*> sinks = res->sinks();
   sinks.push_back(&maps);
   res->stats = run_released(*s.source, *s.weighting, s.axes, opt, sinks);
-  nb::object m = keep ? nb::object(maps.to_python()) : nb::none();
+  const std::size_t n = ragged ? 0 : uniform;
+  const bool all_queries = s.weighting->attention(0)->config().query == QueryMode::all;
+  nb::object m = keep ? nb::object(maps.to_python(ragged, n, all_queries ? n : 1)) : nb::none();
   return nb::make_tuple(std::move(res), m, maps.x_address());
 }
 
@@ -252,7 +258,7 @@ void bind_attention(nb::module_& m) {
         c.attention.weights = weights_from(weights, "weights", keep);
         c.attention.baseline = weights_from(baseline, "baseline", keep);
         if (nb::isinstance<nb::bool_>(maps)) c.all_maps = nb::cast<bool>(maps);
-        else if (!maps.is_none())
+        else if (!maps.is_none() && (c.some_maps = true))
           for (auto v : nb::cast<std::vector<std::int64_t>>(maps)) {
             if (v < 0) throw UsageError("maps: report index " + std::to_string(v) + " is negative");
             c.map_reports.insert(static_cast<std::uint64_t>(v));

@@ -173,6 +173,9 @@ def test_maps_selection_and_shapes():
     ragged = Data(ragged=True)
     r = headsep.attention(ragged.x, offsets=ragged.offsets, weights=ragged.w, heads=2, maps=True)
     assert isinstance(r.maps, list) and [m.shape for m in r.maps][:2] == [(2, 1, 1), (2, 4, 4)]
+    assert headsep.attention(data.x, weights=data.w, heads=2, maps=[]).maps.shape == (0, 2, 6, 6)
+    one = headsep.attention(ragged.x, offsets=ragged.offsets, weights=ragged.w, heads=2, maps=[1])
+    assert isinstance(one.maps, list) and one.maps[0].shape == (2, 4, 4)  # ragged input: always a list
     no_out = {k: v for k, v in data.w.items() if not k.startswith("out_proj")}
     assert headsep.attention(data.x, weights=no_out, heads=2, maps=True).output is None
 
