@@ -32,6 +32,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--rows", action="store_true", help="Python keeps the rows too (the CLI: --per-report x.csv)")
+    ap.add_argument("--no-report", action="store_true",
+                    help="Python without the report's sink (report=False): the CLI's --summary run has none")
     args = ap.parse_args()
     cli = os.environ.get("HEADSEP_CLI", str(ROOT / "build" / "headsep"))
     params = {"reports": args.reports, "seed": 2026}
@@ -57,7 +59,7 @@ def main():
                     cli_c.append(cpu(resource.RUSAGE_CHILDREN) - c0)
                 else:
                     c0, t0 = cpu(resource.RUSAGE_SELF), time.perf_counter()
-                    res = headsep.run("ops-reports", "axis-focus", params, top=5, rows=args.rows,
+                    res = headsep.run("ops-reports", "axis-focus", params, top=5, rows=args.rows, report=not args.no_report,
                                       threads=args.threads or None)
                     text = res.summary_json()
                     py_t.append(time.perf_counter() - t0)
@@ -67,7 +69,8 @@ def main():
     c, p = statistics.median(cli_t), statistics.median(py_t)
     cc, pc = statistics.median(cli_c), statistics.median(py_c)
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    print(f"main job: {args.reports} reports x 3 head designs, {args.repeat} runs each, {os.cpu_count()} cores ({cpu})")
+    print(f"main job: {args.reports} reports x 3 head designs, {args.repeat} runs each, {os.cpu_count()} cores ({cpu}); "
+          f"Python rows={args.rows} report={not args.no_report}")
     print(f"  CLI    wall median {c:.3f} s (runs {', '.join(f'{t:.3f}' for t in cli_t)}), CPU median {cc:.3f} s")
     print(f"  Python wall median {p:.3f} s (runs {', '.join(f'{t:.3f}' for t in py_t)}), CPU median {pc:.3f} s")
     print(f"  Python / CLI: wall {p / c:.3f} ({(p / c - 1) * 100:+.1f} %), CPU {pc / cc:.3f} ({(pc / cc - 1) * 100:+.1f} %); "

@@ -18,9 +18,11 @@ from . import _headsep
 from ._headsep import Error, UsageError, __version__
 from ._result import Result
 
-# The wheel carries the built-in plugins in headsep/plugins (the build tree links its plugin
-# folder there): found without environment variables, after plugin_dirs= and HEADSEP_PLUGIN_PATH.
-_headsep._set_plugin_dir(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "plugins"))
+# The wheel carries the built-in plugins in headsep/plugins beside the extension (the build tree
+# links its plugin folder there; an editable install keeps the extension and the plugins in
+# site-packages while this file stays in the source tree): found without environment variables,
+# after plugin_dirs= and HEADSEP_PLUGIN_PATH.
+_headsep._set_plugin_dir(_os.path.join(_os.path.dirname(_os.path.abspath(_headsep.__file__)), "plugins"))
 
 __all__ = ["Error", "UsageError", "Result", "Model", "run", "model", "plugins", "__version__"]
 
