@@ -277,3 +277,9 @@ def _text_records(texts) -> list[dict]:
 def model(path) -> Model:
     """A BERT encoder folder for ``.run(texts)``: ``headsep.model(path).run(["...", "..."])``."""
     return Model(path)
+
+
+# headsep.attention: arrays in (NumPy / torch), python/headsep/_attention.py.
+from ._attention import AttentionResult, attention  # noqa: E402
+
+__all__ += ["attention", "AttentionResult"]

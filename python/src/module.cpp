@@ -6,4 +6,5 @@ NB_MODULE(_headsep, m) {
   m.doc() = "headsep's engine (C++): use the headsep package, not this module";
   headsep::python::bind_core(m);
   headsep::python::bind_plugins(m);
+  headsep::python::bind_attention(m);
 }

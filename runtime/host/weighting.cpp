@@ -160,8 +160,8 @@ class PluginWeighting final : public Weighting {
     v.n_given_rows = static_cast<std::uint32_t>(given.size());
     v.scenarios = b.scenarios.data();
     v.given_weights = given.data();
-    v.d_model = b.embeddings.empty() ? 0u : schema_->d_model;
-    v.embeddings = b.embeddings.empty() ? nullptr : b.embeddings.data();
+    v.d_model = b.embedding_size() == 0 ? 0u : schema_->d_model;
+    v.embeddings = b.embedding_size() == 0 ? nullptr : b.embedding_data();
     v.query_offset = out.layout == WeightBlock::Layout::per_query ? out.query_offset.data() : nullptr;
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;
