@@ -13,6 +13,7 @@ const PluginInfo& PluginRegistry::add(InProcessPlugin plugin) {
   e->owner = std::move(plugin.owner);
   e->user = plugin.user;
   e->info.origin = std::move(plugin.origin);
+  e->in_flight = e->info.label();  // the crash handler names it by its origin
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     if (infos_[i].name != e->info.name) continue;
     if (infos_[i].origin.empty())

@@ -192,6 +192,7 @@ std::shared_ptr<Entry> load_entry(const fs::path& file) {
   auto e = entry_from_descriptor(call_entry(*lib, f), f);
   e->lib = std::move(lib);
   e->info.file = file;
+  e->in_flight = e->info.label();  // the crash handler's name for it, with its file
   return e;
 }
 

@@ -18,6 +18,22 @@ def cli(*args, cwd=None, check=True):
     return subprocess.run([CLI, *map(str, args)], cwd=cwd, capture_output=True, text=True, check=check)
 
 
+def masked(summary):
+    """A summary JSON text without run.execution (command line, start time, threads, ranks, SIMD
+    level, chunk: docs/SUMMARY.md), everything else in its order: what two runs of one job share."""
+    d = json.loads(summary)
+    d.get("run", {}).pop("execution", None)
+    return json.dumps(d)
+
+
+def unstamped(summary):
+    """A summary JSON text without the stamp (schema_version, kind, run): the measured part."""
+    d = json.loads(summary)
+    for k in ("schema_version", "kind", "run"):
+        d.pop(k, None)
+    return json.dumps(d)
+
+
 def csv_rows(path):
     """--per-report x.csv as the DataFrame Result.rows must equal: ids and scenarios as str,
     tokens (a JSON array in the CSV) as lists."""

@@ -23,6 +23,8 @@ def strip(summary):
     d = json.loads(summary)
     d.pop("seconds", None)
     d.pop("threads", None)
+    # run.plugins names the texts' file: the CLI's t.jsonl, Python's in-memory file.
+    d.pop("run", None)
     return d
 
 
