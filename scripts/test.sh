@@ -33,6 +33,9 @@ if [ "${san[0]:-}" = "--tsan" ]; then
 elif [ "${san[0]:-}" = "--sanitize" ]; then
   # A time-share assertion (a sleeping plugin >= 80 % of busy time) that a sanitizer's slowdown of
   # the other stages can break; the plain suite keeps it, the other profile tests run here.
-  skip=(-E "^profile: names a weighting plugin that sleeps")
+  # The crash test expects a plugin's NULL store to end in headsep's own SIGSEGV line: UBSan stops
+  # the store first (the test plugins are built with the sanitizers too) and ASan owns the fatal
+  # signals; the plain and TSan runs keep it.
+  skip=(-E "^(profile: names a weighting plugin that sleeps|a crash or exit\\(\\) inside a plugin names the plugin)")
 fi
 ctest --output-on-failure -j "$(nproc)" "${skip[@]}" "$@"
