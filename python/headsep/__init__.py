@@ -16,7 +16,7 @@ import warnings as _warnings
 
 from . import _headsep
 from ._headsep import Error, UsageError, __version__
-from ._result import Result
+from ._result import ModelResult, Result
 from .python_plugins import AttentionSpec, Batch, Chunk, Param, ScenarioGenerator, Schema, WeightingScheme  # plugins in Python
 
 # The wheel carries the built-in plugins in headsep/plugins beside the extension (the build tree
@@ -25,7 +25,7 @@ from .python_plugins import AttentionSpec, Batch, Chunk, Param, ScenarioGenerato
 # after plugin_dirs= and HEADSEP_PLUGIN_PATH.
 _headsep._set_plugin_dir(_os.path.join(_os.path.dirname(_os.path.abspath(_headsep.__file__)), "plugins"))
 
-__all__ = ["Error", "UsageError", "Result", "Model", "run", "model", "plugins", "__version__"]
+__all__ = ["Error", "UsageError", "Result", "ModelResult", "Model", "run", "model", "plugins", "__version__"]
 __all__ += ["ScenarioGenerator", "WeightingScheme", "Chunk", "Batch", "Schema", "Param", "AttentionSpec"]
 
 
@@ -208,8 +208,8 @@ class Model:
     def __repr__(self) -> str:
         return f"headsep.model({self.path!r})"
 
-    def run(self, texts, *, lexicon=None, axes=None, threads=None, maps=None, top=None, chunk=None,
-            plugin_dirs=None) -> Result:
+    def run(self, texts, *, lexicon=None, axes=None, threads=None, maps=None, map_layers=None, rows=True,
+            report=True, top=None, chunk=None, plugin_dirs=None) -> ModelResult:
         """Every (layer, head) of the encoder measured on text reports: ``headsep run --model``.
 
         Parameters
@@ -224,16 +224,34 @@ class Model:
             Context axes (default: the model's three relations).
         threads : int, optional
             Worker threads (default: all cores).
-        maps : bool, optional
-            Keep the top reports' attention maps for the report (default True).
+        maps : bool or sequence of int, optional
+            True: keep every report's attention maps (``Result.maps``, as ``--attention
+            --attention-reports all``); a sequence: those reports (indices into ``texts``).
+        map_layers : sequence of int, optional
+            The layers whose maps are kept (default: all).
+        rows : bool
+            Keep the rows per (report, scenario, layer): ``Result.rows`` / ``Result.arrays``
+            (the columns of ``--per-report x.csv``).
+        report : bool
+            Keep what ``Result.report_html()`` needs (the top reports' maps), as the CLI's report.
         top, chunk : int, optional
             Reports ranked per scenario (default 10); reports per batch (default 128).
 
-        Returns a headsep.Result with ``summary`` (the ``--summary`` JSON of a model run) and
-        ``report_html()``. The texts reach the engine through an in-memory file (memfd): nothing
-        is written to disk.
+        Returns a headsep.ModelResult: ``summary`` (the ``--summary`` JSON of a model run),
+        ``rows``, ``arrays``, ``maps``, ``report_html()``. The texts reach the engine through an
+        in-memory file (memfd): nothing is written to disk.
         """
         records = _text_records(texts)
+        if isinstance(maps, bool) or maps is None:
+            sel = bool(maps)
+        elif isinstance(maps, (str, bytes)):
+            raise TypeError("maps: expected True/False or a sequence of report indices")
+        else:
+            sel = _int_list(maps, "maps")
+            bad = [i for i in sel if i >= len(records)]
+            if bad:
+                raise ValueError(f"maps: report index {bad[0]} is out of range ({len(records)} reports)")
+        layers = [] if map_layers is None else _int_list(map_layers, "map_layers")
         params = ["text.format=jsonl"]
         if lexicon is not None:
             params.append(f"text.lexicon={_os.fspath(lexicon)}")
@@ -247,10 +265,11 @@ class Model:
             command = f"headsep.model({self.path!r}).run(<{len(records)} texts>)"
             core = _headsep._model_run(self.path, "text", params, _axes(axes), _dirs(plugin_dirs),
                                        _count("threads", threads), _count("chunk", chunk, 1),
-                                       10 if top is None else _count("top", top), maps is None or bool(maps), command)
+                                       10 if top is None else _count("top", top), bool(rows), bool(report),
+                                       sel, layers, command)
         finally:
             _os.close(fd)
-        return Result(core, kind="model")
+        return ModelResult(core)
 
 
 def _text_records(texts) -> list[dict]:
@@ -280,6 +299,6 @@ def model(path) -> Model:
 
 
 # headsep.attention: arrays in (NumPy / torch), python/headsep/_attention.py.
-from ._attention import AttentionResult, attention  # noqa: E402
+from ._attention import AttentionResult, _int_list, attention  # noqa: E402
 
 __all__ += ["attention", "AttentionResult"]

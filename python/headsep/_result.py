@@ -13,10 +13,12 @@ class Result:
     - ``summary``: a dict equal to ``json.load`` of ``headsep run --summary`` for the same run;
       ``summary_json()`` the identical text.
     - ``rows``: a pandas.DataFrame with the columns and values of ``--per-report x.csv``:
-      report_id and scenario as str, tokens as lists of str, every metric float64.
+      report_id and scenario as str, tokens as lists of str, every metric float64; a model run's
+      rows (one per report, scenario and layer) add layer and n_tokens (int64) and token_ids
+      (lists of int) after scenario, in the CSV's order.
     - ``arrays``: the metric columns as read-only NumPy float64 views of the engine's buffers
       (no copy), plus ``report_index`` (uint64) and ``scenario_index`` (uint32, into
-      ``scenarios``) per row; for users without pandas.
+      ``scenarios``) per row (and ``layer``, uint32, for a model run); for users without pandas.
     - ``report_html(path=None)``: the HTML report (docs/REPORTS.md), written to ``path`` or returned;
       Jupyter shows it inline (``_repr_html_``).
     """
@@ -47,9 +49,6 @@ class Result:
     # ---- rows --------------------------------------------------------------------------------
     def _need_rows(self) -> None:
         if not self._core.has_rows:
-            if self._kind == "model":
-                raise ValueError("a model run's rows per (report, layer, head) are not available in this build; "
-                                 "use Result.summary")
             raise ValueError("this run kept no rows: run it with rows=True")
 
     @property
@@ -73,6 +72,8 @@ class Result:
         out = {name: core.column(i) for i, name in enumerate(core.column_names())}
         out["report_index"] = core.report_of()
         out["scenario_index"] = core.scenario_of()
+        if self._kind == "model":
+            out["layer"] = core.layer_of()
         return out
 
     @property
@@ -96,8 +97,16 @@ class Result:
             tokens[:] = core.report_tokens()
             scen = np.empty(len(core.scenarios()), dtype=object)
             scen[:] = core.scenarios()
-            data = {"report_id": ids[report], "scenario": scen[np.asarray(core.scenario_of()).astype(np.intp)],
-                    "tokens": tokens[report]}
+            data = {"report_id": ids[report], "scenario": scen[np.asarray(core.scenario_of()).astype(np.intp)]}
+            if self._kind == "model":  # --per-report's model columns: layer, n_tokens, tokens, token_ids
+                token_ids = np.empty(len(ids), dtype=object)
+                token_ids[:] = core.report_token_ids()
+                data["layer"] = np.asarray(core.layer_of()).astype(np.int64)
+                data["n_tokens"] = np.fromiter((len(t) for t in tokens), np.int64, len(tokens))[report]
+                data["tokens"] = tokens[report]
+                data["token_ids"] = token_ids[report]
+            else:
+                data["tokens"] = tokens[report]
             for i, name in enumerate(core.column_names()):
                 data[name] = np.array(core.column(i), dtype=np.float64)
             self._rows = pd.DataFrame(data)
@@ -125,3 +134,39 @@ class Result:
         groups = getattr(self._core, "groups", None)
         what = f"{groups} (report, scenario) groups" if groups is not None else self._kind
         return f"<headsep.Result: {what} in {self.seconds:.3f} s>"
+
+
+class ModelResult(Result):
+    """A headsep.Result of ``headsep.model(path).run``: rows per (report, scenario, layer) as
+    ``--per-report`` writes them, and the attention maps asked for by ``maps=`` (as ``--attention``):
+
+    - ``maps``: a list, one ``[layers, heads, n, n]`` float32 array per kept report (reports
+      differ in length), layers as ``map_layers``, heads 1..H, query-major as torch's
+      ``output_attentions``;
+    - ``single_maps``: the single-head baseline's maps, one ``[layers, n, n]`` array per report;
+    - ``map_reports``: the kept reports' indices (run order); ``map_layers``: the kept layers.
+    None of them without ``maps=``.
+    """
+
+    def __init__(self, core):
+        super().__init__(core, kind="model")
+
+    def _get(self, key):
+        m = self._core.maps
+        return None if m is None else m[key]
+
+    @property
+    def maps(self):
+        return self._get("maps")
+
+    @property
+    def single_maps(self):
+        return self._get("single")
+
+    @property
+    def map_reports(self):
+        return self._get("reports")
+
+    @property
+    def map_layers(self):
+        return self._get("layers")

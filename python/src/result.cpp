@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "headsep/error.hpp"
+#include "rows.hpp"
 
 namespace nb = nanobind;
 
@@ -103,50 +104,11 @@ RunStats run_released(ReportSource& source, const Weighting& weighting, const Ax
   return stats;
 }
 
-namespace {
-
-template <class T>
-nb::object view(const std::vector<T>& v, const RunResult& owner) {
-  // Read-only: the engine's buffers, alive as long as the RunResult (the array's owner).
-  return nb::cast(nb::ndarray<nb::numpy, const T, nb::ndim<1>>(v.data(), {v.size()}, nb::find(&owner)));
-}
-
-const RowColumns& rows_of(const RunResult& r) {
-  if (!r.rows) throw nb::value_error("this run kept no rows (run(..., rows=False))");
-  return *r.rows;
-}
-
-}  // namespace
-
 void bind_result(nb::module_& m) {
-  nb::class_<RunResult>(m, "RunResult", "A finished run (wrapped by headsep.Result).")
-      .def("summary_json", [](const RunResult& r) { return r.summary_json(); },
+  nb::class_<RunResult> c(m, "RunResult", "A finished run (wrapped by headsep.Result).");
+  def_rows(c);
+  c.def("summary_json", [](const RunResult& r) { return r.summary_json(); },
            "The summary JSON, byte for byte what `headsep run --summary` writes.")
-      .def_prop_ro("has_rows", [](const RunResult& r) { return r.rows != nullptr; })
-      .def("column_names", [](const RunResult& r) { return rows_of(r).names(); },
-           "The numeric row columns, in the order of --per-report x.csv (after report_id, scenario, tokens).")
-      .def("column", [](const RunResult& r, std::size_t i) {
-             const auto& rows = rows_of(r);
-             if (i >= rows.values().size()) throw nb::index_error("no such column");
-             return view(rows.values()[i], r);
-           }, nb::arg("index"), "Column `index` as a read-only float64 NumPy view.")
-      .def("report_of", [](const RunResult& r) { return view(rows_of(r).report_of(), r); },
-           "Per row: its report's index (run order), uint64.")
-      .def("scenario_of", [](const RunResult& r) { return view(rows_of(r).scenario_of(), r); },
-           "Per row: its scenario's index into scenarios(), uint32.")
-      .def("scenarios", [](const RunResult& r) { return rows_of(r).scenarios(); })
-      .def("report_ids", [](const RunResult& r) { return rows_of(r).report_ids(); }, "Per report: its id.")
-      .def("report_tokens", [](const RunResult& r) {
-             const auto& rows = rows_of(r);
-             nb::list out;
-             const auto& off = rows.token_offset();
-             for (std::size_t i = 0; i + 1 < off.size(); ++i) {
-               nb::list t;
-               for (auto k = off[i]; k < off[i + 1]; ++k) t.append(nb::str(rows.tokens()[k].c_str(), rows.tokens()[k].size()));
-               out.append(t);
-             }
-             return out;
-           }, "Per report: its tokens.")
       .def("report_html", [](const RunResult& r, const std::string& path) {
              nb::gil_scoped_release unlocked;
              return r.report_html(path);

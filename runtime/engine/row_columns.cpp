@@ -26,11 +26,15 @@ void RowColumns::consume(const BatchResult& res, SinkPartial*) {
   for (std::size_t r = 0; r < b.n_reports(); ++r) {
     const std::uint64_t report = report_ids_.size();
     report_ids_.push_back(b.report_id(r));
-    for (auto t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t) tokens_.push_back(b.token_name(r, t));
+    for (auto t = b.token_offset[r]; t < b.token_offset[r + 1]; ++t) {
+      tokens_.push_back(b.token_name(r, t));
+      if (!res.layers.empty()) token_ids_.push_back(res.token_ids.at(t));
+    }
     token_offset_.push_back(tokens_.size());
     for (std::size_t j = 0; j < res.metrics.size(); ++j) {
       report_of_.push_back(report);
       scenario_of_.push_back(slot[j]);
+      if (!res.layers.empty()) layer_of_.push_back(res.layers[j]);
       row_.clear();
       for_each_row_value(res.metrics[j], r, C, N, [this](double v) { row_.push_back(v); });
       if (row_.size() != values_.size())  // RunInfo and the metric blocks disagree: a bug, not bad data

@@ -28,6 +28,10 @@ class RowColumns final : public ResultSink {
   const std::vector<std::string>& report_ids() const noexcept { return report_ids_; }
   const std::vector<std::uint64_t>& token_offset() const noexcept { return token_offset_; }
   const std::vector<std::string>& tokens() const noexcept { return tokens_; }
+  /// A model run (RunInfo::layers > 0): per row its layer; per token its vocabulary id
+  /// (token_ids()[token_offset()[i] ..], as tokens()). Empty otherwise.
+  const std::vector<std::uint32_t>& layer_of() const noexcept { return layer_of_; }
+  const std::vector<std::uint32_t>& token_ids() const noexcept { return token_ids_; }
 
  private:
   RunInfo info_;
@@ -39,6 +43,8 @@ class RowColumns final : public ResultSink {
   std::vector<std::string> report_ids_;
   std::vector<std::uint64_t> token_offset_{0};
   std::vector<std::string> tokens_;
+  std::vector<std::uint32_t> layer_of_;
+  std::vector<std::uint32_t> token_ids_;
   std::vector<double> row_;  // consume()'s scratch: one row's values
 };
 

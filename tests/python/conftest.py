@@ -36,14 +36,16 @@ def unstamped(summary):
 
 def csv_rows(path):
     """--per-report x.csv as the DataFrame Result.rows must equal: ids and scenarios as str,
-    tokens (a JSON array in the CSV) as lists."""
+    tokens and a model run's token_ids (JSON arrays in the CSV) as lists."""
     import pandas as pd
 
     df = pd.read_csv(path, dtype={"report_id": str, "scenario": str}, keep_default_na=False)
     df["tokens"] = df["tokens"].map(json.loads)
+    if "token_ids" in df:
+        df["token_ids"] = df["token_ids"].map(json.loads)
     # Metric columns are float64 in Result.rows; read_csv makes a column of whole numbers (a
     # uniform weighting's differences, all 0) int64: the same values, compared as float64.
-    for name in df.columns[3:]:
+    for name in df.columns[df.columns.get_loc("tokens") + 1 + ("token_ids" in df):]:
         if df[name].dtype.kind == "i":
             df[name] = df[name].astype("float64")
     return df
