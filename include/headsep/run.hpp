@@ -1,6 +1,7 @@
 // headsep — the engine: a report source through a weighting scheme and the metric kernels,
 // as a oneTBB pipeline with bounded memory and output that does not depend on the thread count.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,6 +49,10 @@ struct RunOptions {
   /// features and axes are read once per batch. false asks slot by slot (`headsep run
   /// --slot-by-slot`: A/B measurements, tests). The results are the same bytes either way.
   bool all_slots_at_once = true;
+  /// Set to true from any thread to stop the run: the input stage takes no further batch and
+  /// run() throws Interrupted (error.hpp) once the batches in flight are done; sinks see no more
+  /// batches. The Python module sets it on Ctrl-C (KeyboardInterrupt). Null: never stopped.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// Attention maps of the reports a run keeps (RunOptions::keep_maps), one scenario of a batch.

@@ -74,9 +74,9 @@ std::string where(const std::string& label, const ReportBatch& b, std::size_t r,
 const float* input_rows(const ReportBatch& b, bool features, AttentionStageScratch& s, std::size_t& width) {
   const std::size_t T = b.n_tokens();
   if (!features) {
-    width = T ? b.embeddings.size() / T : 0;
-    if (T && width * T != b.embeddings.size()) width = 0;
-    return b.embeddings.data();
+    width = T ? b.embedding_size() / T : 0;
+    if (T && width * T != b.embedding_size()) width = 0;
+    return b.embedding_data();
   }
   width = b.features.size();
   s.x.resize(T * width);
@@ -448,7 +448,7 @@ void attention_slot(const ReportBatch& b, const Weighting& weighting, std::uint3
   const AttentionPlan* plan = weighting.attention(slot);
   std::size_t width = 0;
   const float* x =
-      checked_input(b, plan ? weighting.attention_reads_features() : b.embeddings.empty(), s, width, label, scenario);
+      checked_input(b, plan ? weighting.attention_reads_features() : b.embedding_size() == 0, s, width, label, scenario);
   s.axis.resize(C);
   for (std::size_t c = 0; c < C; ++c) s.axis[c] = axis32[c].data();
 

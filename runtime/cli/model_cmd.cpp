@@ -18,62 +18,17 @@
 #include "headsep/error.hpp"
 #include "headsep/model_run.hpp"
 #include "headsep/output.hpp"
-#include "headsep/model_tokenizer.hpp"
+#include "job/model_job.hpp"
 
 namespace headsep::cli {
 
+using job::ModelJob;
+
 namespace {
 
-/// A --model job opened: the encoder, the text source, the axes (the model's three relations
-/// unless the user chose axes) and the run's options; every error before anything is written.
-struct ModelJob {
-  std::optional<BertModel> model;
-  std::unique_ptr<ReportSource> source;
-  std::optional<AxisMap> axes;
-  ModelRunOptions options;
-  std::string axes_spec;
-  RunOptions run;
-  std::vector<PluginUse> plugins;  // the summary's run.plugins
-};
-
 ModelJob open_model_job(const RunArgs& a, bool report) {
-  if (!a.weighting.empty()) throw UsageError("--model and --weighting exclude each other (the model's heads are the heads)");
-  if (!a.input.empty()) throw UsageError("--model reads text reports: --scenario text -p path=FILE, or --scenario ops-text");
-  if (a.scenario.empty()) throw UsageError("--model needs --scenario text (-p path=FILE) or --scenario ops-text");
-  ModelJob job;
-  job.axes_spec = a.axes == kSeedAxes ? "decision=decision_axis;evidence=evidence_axis;condition=condition_axis" : a.axes;
-  auto specs = parse_axes(job.axes_spec);
-  job.run = run_options(a);
-  job.model.emplace(BertModel::load(a.model));  // every model error before anything is opened or written
-  PluginRegistry registry = load_registry(a.plugin_dirs);
-  const PluginInfo& sp = registry.require(a.scenario, PluginKind::scenario);
-  std::vector<std::string> params = a.params;
-  if (declares(sp, "model") && !given(params, sp, "model")) params.push_back(sp.name + ".model=" + a.model);
-  // Token strings (the rows, dumps and the report's maps) and, for ops-text, report ids: always, so
-  // that the summary's top ids do not depend on which outputs were asked for.
-  if (declares(sp, "names") && !given(params, sp, "names")) params.push_back(sp.name + ".names=true");
-  const PluginInfo none = no_weighting();
-  auto [sparams, wparams] = split_params(params, sp, none);
-  if (declares(sp, "max_tokens")) {  // the generator's truncation (docs/MODEL.md): refused by name before it opens
-    const PluginParams resolved = resolve_params(sp, sparams);
-    std::int64_t max_tokens = 0;
-    for (const auto& [k, v] : resolved)
-      if (k == "max_tokens") max_tokens = std::stoll(v);
-    // The folder's tokenizer checked here (vocab.txt against the model) so its errors name the file, not the plugin.
-    const TruncationLength t = ModelTokenizer::load(a.model, max_tokens).truncation;
-    job.options.max_tokens = t.tokens, job.options.max_tokens_from = t.source;
-  }
-  job.source = open_scenario_plugin(registry, a.scenario, sparams);
-  job.plugins = {plugin_use("scenario", sp, sparams)};
-  job.axes.emplace(AxisMap::bind(specs, job.source->schema().feature_names));
-  ModelRunOptions& mo = job.options;
-  mo.threads = a.threads;
-  mo.simd = job.run.simd;
-  mo.chunk_reports = a.chunk ? a.chunk : 128;
-  mo.keep_maps = report;  // the top reports' maps (docs/REPORTS.md)
-  mo.map_tokens = report::Limits::model_map_tokens;
-  mo.progress = !a.quiet && ::isatty(STDERR_FILENO) && dist::rank() == 0;  // the engine's bar: a terminal, rank 0
-  mo.top_reports = a.top;  // the summary's top list (and the report's maps), as for the engine's runs
+  ModelJob job = job::open_model_job(a, report, builtin_plugin_dir());
+  job.options.progress = !a.quiet && ::isatty(STDERR_FILENO) && dist::rank() == 0;  // the engine's bar: a terminal, rank 0
   return job;
 }
 
@@ -93,13 +48,7 @@ void report_text_status(const ModelSummary& sum) {
 
 /// The summary's run block of a --model job (start time now; threads and SIMD as the run reports them).
 RunProvenance model_provenance(const RunArgs& a, const ModelJob& job) {
-  RunProvenance r = provenance(a, job.plugins, job.run, job.axes->names(), true);
-  r.command = "run --model";
-  r.axes = job.axes_spec;
-  r.model_path = a.model;
-  r.options = {{"top", std::to_string(a.top)}};
-  r.execution.chunk = job.options.chunk_reports;
-  return r;
+  return job::model_provenance(a, job, unsigned(dist::size()));
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// What several subcommands share: one job's arguments (RunArgs), the options that set them,
-// the job they build (plugins, source, weighting, axes), the engine's run options, the report's
-// header and the --profile / --trace outputs.
+// What several subcommands share: one job's arguments and outputs (RunArgs), the options that set
+// them, the job set-up (job/job.hpp, with the executable's plugin folder), the report's header and
+// the --profile / --trace outputs.
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -16,6 +16,7 @@
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
 #include "dist/dist.hpp"
+#include "job/job.hpp"
 #include "report/report.hpp"
 
 namespace CLI {
@@ -24,28 +25,17 @@ class App;
 
 namespace headsep::cli {
 
-struct RunArgs {
-  std::string input, axes{kSeedAxes}, format, output, simd, precision = "f64";
+/// A `headsep run` (and example, scaling, sweep): the job (job/job.hpp) and its outputs.
+struct RunArgs : job::JobArgs {
+  std::string format, output;
   std::string per_report, summary;             // --per-report PATH, --summary PATH
-  std::size_t top = 10, bins = 20;
   bool quiet = false;
-  std::string scenario, weighting;             // plugin names
-  std::vector<std::string> params;             // -p [plugin.]key=value
-  std::vector<std::string> plugin_dirs;        // --plugin-dir
-  std::vector<std::string> reports;
-  unsigned threads = 0;
-  std::size_t chunk = 0;  // 0 = automatic (8192; attention schemes: by X's width)
   std::string attention, attention_reports = "first:8";  // --attention PATH, --attention-reports SPEC
   std::string attention_layers = "all";                   // --attention-layers (--model): all | L,M,...
-  std::size_t max_report_mb = 2048;
-  std::string model;  // --model DIR: a BERT encoder's heads are the heads (model_cmd)
   std::string report_html, plot_svg;            // --report-html PATH, --plot-svg DIR (runtime/report)
-  std::string command_line, scenario_label;     // for the report's header
-  std::string command = "run";                  // the summary's run.command (run, example, sweep, scaling)
   bool sweep_value = false;                     // one value of `headsep sweep`: no rows, no table
   bool profile = false;  // --profile: the stage table on stderr, a "profile" section in --summary
   std::string trace;     // --trace PATH: Chrome trace-event JSON
-  bool slot_by_slot = false;  // --slot-by-slot: RunOptions::all_slots_at_once = false
   dist::Options mpi;     // --mpi-csv, --mpi-rows, --mpi-csv-block, --mpi-stats (runtime/dist/)
 };
 
@@ -58,41 +48,25 @@ void add_job_options(CLI::App& command, RunArgs& a);
 /// The engine's arithmetic in the short help of scaling and sweep: --simd, --precision, --chunk.
 void add_engine_options(CLI::App& command, RunArgs& a);
 
-/// What a run needs: plugins loaded, source opened, weighting created, axes bound. Members are
-/// destroyed in reverse order: the weighting (which refers to the source's schema) first.
-struct Setup {
-  PluginRegistry registry;
-  std::unique_ptr<ReportSource> source;
-  std::unique_ptr<Weighting> weighting;
-  AxisMap axes;
-  std::vector<PluginUse> plugins;  // the summary's run.plugins: every parameter, given or default
-};
+// The job's set-up lives in job/ (shared with the Python module); the CLI names it unqualified.
+using job::attention_chunk;
+using job::declares;
+using job::given;
+using job::no_weighting;
+using job::plugin_use;
+using job::run_info;
+using job::run_options;
+using job::Setup;
 
+/// The plugins of --plugin-dir folders, HEADSEP_PLUGIN_PATH and the executable's builtin folder.
 PluginRegistry load_registry(const std::vector<std::string>& cli_dirs);
-/// Whether -p items set `key` of plugin `p` (as key, p.key or scenario.key).
-bool given(const std::vector<std::string>& params, const PluginInfo& p, const std::string& key);
-/// Whether plugin `p` declares parameter `key`.
-bool declares(const PluginInfo& p, const std::string& key);
-/// The weighting split_params() checks -p items against when there is none: "(none)".
-PluginInfo no_weighting();
-
-/// Builds (source, weighting, axes) from the arguments; every plugin is loaded here, before
-/// any worker thread starts. `--input FILE` = `--scenario csv -p path=FILE --weighting table`.
+/// job::build_setup with load_registry(a.plugin_dirs).
 Setup build_setup(const RunArgs& a);
-RunOptions run_options(const RunArgs& a);
-/// The run's axes and heads, and whether the weighting is an attention scheme.
-RunInfo run_info(const Setup& s);
-/// The summary's `run` block (headsep/provenance.hpp) for a job of these arguments: its plugins,
-/// precision, axes, the options that shape the summary, and run.execution (start time now).
+/// The summary's `run` block (headsep/provenance.hpp): job::provenance with this process's rank count.
 RunProvenance provenance(const RunArgs& a, const std::vector<PluginUse>& plugins, const RunOptions& opt,
                          const std::vector<std::string>& axis_names, bool attention);
-/// A plugin as used: every declared parameter, given or default (resolve_params).
-PluginUse plugin_use(const char* role, const PluginInfo& p, const PluginParams& given);
 
-/// Attention schemes' default --chunk: 65536 floats / X's width, within 32..8192.
-std::size_t attention_chunk(const Schema& sc);
-
-/// What the report's header says about a run (docs/REPORTS.md).
+/// job::report_header with this build's version.
 report::Header report_header(const RunArgs& a, const RunOptions& opt, const RunStats& st, bool attention);
 
 /// The summary JSON with the profile as its last member, "profile" (the profiler's dump(2)

@@ -110,15 +110,9 @@ CLI::App* add_run(CLI::App& app, RunArgs& ra) {
 ///  - the per-scenario summary: JSON with --summary PATH, and a table on stdout when stdout is
 ///    not carrying rows and no rows were asked for, or with --summary/--per-report (not --quiet).
 int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&, const RunStats&)>& after) {
-  RunOptions opt = run_options(a);
+  RunOptions opt = job::engine_options(a, s);  // the attention chunk and the report memory bound too
   opt.progress = !a.quiet && ::isatty(STDERR_FILENO);
   RunInfo info = run_info(s);
-  opt.max_report_bytes = a.max_report_mb << 20;
-  if (info.attention && a.chunk == 0) {
-    // A batch holds chunk x tokens x d_model floats of X (and the engine keeps 2 x threads batches
-    // alive): scale the default so wide embeddings do not multiply memory, 64 KiB-floats / width.
-    opt.chunk_reports = attention_chunk(s.source->schema());
-  }
   const bool report = !a.report_html.empty() || !a.plot_svg.empty();
   const bool rows_to_stdout = !a.sweep_value && a.output.empty() &&
                               (!a.format.empty() || (a.per_report.empty() && a.summary.empty() && s.source->schema().names_scenarios));

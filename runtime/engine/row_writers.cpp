@@ -277,28 +277,10 @@ class JsonlWriter final : public RowWriter {
 class CsvWriter final : public RowWriter {
  public:
   CsvWriter(OutputFile& out, const RunInfo& info) : RowWriter(out, info) {
-    const auto& ax = info_.axis_names;
     std::string s = info_.layers ? "report_id,scenario,layer,n_tokens,tokens,token_ids" : "report_id,scenario,tokens";
-    auto cols = [&](const std::string& prefix) {
-      for (const auto& a : ax) {
-        s += ',';
-        append_csv_field(s, prefix + a);
-      }
-    };
-    cols("single_");
-    for (std::uint32_t h = 1; h <= info_.heads; ++h) cols("head" + std::to_string(h) + "_");
-    for (std::uint32_t h = 1; h <= info_.heads; ++h) cols("diff_head" + std::to_string(h) + "_");
-    s += ",head_separation";
-    if (info_.heads > 2)
-      for (std::uint32_t i = 1; i <= info_.heads; ++i)
-        for (std::uint32_t j = i + 1; j <= info_.heads; ++j) s += ",separation_" + std::to_string(i) + "_" + std::to_string(j);
-    if (info_.attention) {
-      for (std::uint32_t h = 0; h <= info_.heads; ++h)
-        for (std::uint32_t k = 0; k < kHeadStats; ++k) s += "," + head_label(h) + "_" + std::string(head_stat_name(k));
-      for (std::uint32_t i = 1; i <= info_.heads; ++i)
-        for (std::uint32_t j = i + 1; j <= info_.heads; ++j)
-          for (std::uint32_t k = 0; k < kPairStats; ++k)
-            s += "," + head_label(i) + "_" + head_label(j) + "_" + std::string(pair_stat_name(k));
+    for (const auto& name : row_column_names(info_)) {
+      s += ',';
+      append_csv_field(s, name);
     }
     s += "\r\n";
     out_.write(s);
@@ -330,35 +312,10 @@ class CsvWriter final : public RowWriter {
           s += ',';
           append_csv_field(s, ids);
         }
-        for (std::uint32_t h = 0; h <= N; ++h)
-          for (std::uint32_t c = 0; c < C; ++c) {
-            s += ',';
-            append_json_number(s, m.ctx(h, c, r));
-          }
-        for (std::uint32_t h = 1; h <= N; ++h)
-          for (std::uint32_t c = 0; c < C; ++c) {
-            s += ',';
-            append_json_number(s, m.diff(h, c, r));
-          }
-        s += ',';
-        append_json_number(s, m.separation[r]);
-        if (N > 2)
-          for (std::size_t p = 0; p < pair_count(N); ++p) {
-            s += ',';
-            append_json_number(s, m.pair(p, r));
-          }
-        if (m.attention()) {
-          for (std::uint32_t h = 0; h <= N; ++h)
-            for (std::uint32_t k = 0; k < m.head_stat_count; ++k) {
-              s += ',';
-              append_json_number(s, m.head_stat(h, k, r));
-            }
-          for (std::size_t p = 0; p < pair_count(N); ++p)
-            for (std::uint32_t k = 0; k < m.pair_stat_count; ++k) {
-              s += ',';
-              append_json_number(s, m.pair_stat(p, k, r));
-            }
-        }
+        for_each_row_value(m, r, C, N, [&s](double v) {
+          s += ',';
+          append_json_number(s, v);
+        });
         s += "\r\n";
       }
     }
@@ -366,6 +323,29 @@ class CsvWriter final : public RowWriter {
 };
 
 }  // namespace
+
+std::vector<std::string> row_column_names(const RunInfo& info) {
+  std::vector<std::string> names;
+  auto cols = [&](const std::string& prefix) {
+    for (const auto& a : info.axis_names) names.push_back(prefix + a);
+  };
+  cols("single_");
+  for (std::uint32_t h = 1; h <= info.heads; ++h) cols("head" + std::to_string(h) + "_");
+  for (std::uint32_t h = 1; h <= info.heads; ++h) cols("diff_head" + std::to_string(h) + "_");
+  names.push_back("head_separation");
+  if (info.heads > 2)
+    for (std::uint32_t i = 1; i <= info.heads; ++i)
+      for (std::uint32_t j = i + 1; j <= info.heads; ++j) names.push_back("separation_" + std::to_string(i) + "_" + std::to_string(j));
+  if (info.attention) {
+    for (std::uint32_t h = 0; h <= info.heads; ++h)
+      for (std::uint32_t k = 0; k < kHeadStats; ++k) names.push_back(head_label(h) + "_" + std::string(head_stat_name(k)));
+    for (std::uint32_t i = 1; i <= info.heads; ++i)
+      for (std::uint32_t j = i + 1; j <= info.heads; ++j)
+        for (std::uint32_t k = 0; k < kPairStats; ++k)
+          names.push_back(head_label(i) + "_" + head_label(j) + "_" + std::string(pair_stat_name(k)));
+  }
+  return names;
+}
 
 std::unique_ptr<ResultWriter> make_writer(Format format, OutputFile& out, const RunInfo& info) {
   switch (format) {

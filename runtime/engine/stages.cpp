@@ -64,6 +64,7 @@ void Pipeline::begin_profile() {
 
 Work* Pipeline::input(oneapi::tbb::flow_control& fc) {
   tsan::ReleaseOnExit done{&all_stages_};
+  if (opt_.stop && opt_.stop->load(std::memory_order_relaxed)) throw Interrupted("the run was interrupted");
   tsan::acquire(&input_order_);
   prof::StageTimer timer(profiler_, next_index_);
   timer.to(prof::kInput);

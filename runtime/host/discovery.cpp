@@ -89,6 +89,10 @@ const PluginInfo& PluginRegistry::require(std::string_view name, PluginKind kind
 }
 
 std::vector<fs::path> plugin_search_path(const std::vector<std::string>& cli_dirs) {
+  return plugin_search_path(cli_dirs, builtin_plugin_dir());
+}
+
+std::vector<fs::path> plugin_search_path(const std::vector<std::string>& cli_dirs, const fs::path& builtin) {
   std::vector<fs::path> out;
   for (const auto& d : cli_dirs) out.emplace_back(d);
   if (const char* env = std::getenv("HEADSEP_PLUGIN_PATH")) {
@@ -101,7 +105,7 @@ std::vector<fs::path> plugin_search_path(const std::vector<std::string>& cli_dir
       s.remove_prefix(p + 1);
     }
   }
-  if (auto b = builtin_plugin_dir(); !b.empty()) out.push_back(b);
+  if (!builtin.empty()) out.push_back(builtin);
   return out;
 }
 

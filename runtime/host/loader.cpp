@@ -161,16 +161,12 @@ std::string last_error_of(const Entry& e) {
   return m && *m ? printable(std::string_view(m, strnlen(m, 4096)), 1000) : std::string("(the plugin gave no message)");
 }
 
-std::shared_ptr<Entry> load_entry(const fs::path& file) {
-  const std::string f = file.string();
-  auto lib = open_library(file, f);
-  const headsep_plugin_descriptor* raw = call_entry(*lib, f);
+std::shared_ptr<Entry> entry_from_descriptor(const headsep_plugin_descriptor* raw, const std::string& f) {
   // Version check first: nothing else of a foreign major is read or called.
   std::uint32_t head[3];
   std::memcpy(head, raw, sizeof head);
   check_abi(head, f);
   auto e = std::make_shared<Entry>();
-  e->lib = std::move(lib);
   // Whole fields only: a pointer that struct_size covers in part is absent, not half-read (found
   // by tests/fuzz: struct_size 36 copied half of `description`, and strnlen read a wild pointer).
   // The first 16 bytes are whole (checked above) and every field from `name` on starts 8-byte
@@ -185,9 +181,18 @@ std::shared_ptr<Entry> load_entry(const fs::path& file) {
   info.description = d.description;
   info.abi_major = head[0];
   info.abi_minor = head[1];
-  info.file = file;
   info.params = declared_params(who, d.params, d.n_params);
   e->in_flight = info.label();
+  return e;
+}
+
+std::shared_ptr<Entry> load_entry(const fs::path& file) {
+  const std::string f = file.string();
+  auto lib = open_library(file, f);
+  auto e = entry_from_descriptor(call_entry(*lib, f), f);
+  e->lib = std::move(lib);
+  e->info.file = file;
+  e->in_flight = e->info.label();  // the crash handler's name for it, with its file
   return e;
 }
 
@@ -198,7 +203,7 @@ std::shared_ptr<Entry> load_entry(const fs::path& file) {
 std::string_view to_string(PluginKind kind) noexcept { return kind == PluginKind::scenario ? "scenario" : "weighting"; }
 
 std::string PluginInfo::label() const {
-  return std::string(to_string(kind)) + " plugin '" + name + "' (" + file.string() + ")";
+  return std::string(to_string(kind)) + " plugin '" + name + "' (" + (origin.empty() ? file.string() : origin) + ")";
 }
 
 PluginInfo inspect_plugin(const fs::path& file) { return host::load_entry(file)->info; }

@@ -40,6 +40,7 @@ class PluginSource final : public ReportSource {
     auto cp = c_params(resolved);
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;
+    state_ = e_->user;  // in-process plugins find their context in *state (NULL for files)
     try {
       support::InFlight in_flight(e_->in_flight.c_str(), "open()");
       st = d.open(cp.data(), static_cast<std::uint32_t>(cp.size()), &state_);

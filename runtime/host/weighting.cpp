@@ -44,6 +44,7 @@ class PluginWeighting final : public Weighting {
     cs.d_model = schema.d_model;  // ABI 1.1
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;
+    state_ = e_->user;  // in-process plugins find their context in *state (NULL for files)
     try {
       support::InFlight in_flight(e_->in_flight.c_str(), "create()");
       st = d.create(cp.data(), static_cast<std::uint32_t>(cp.size()), &cs, &state_);
@@ -159,8 +160,8 @@ class PluginWeighting final : public Weighting {
     v.n_given_rows = static_cast<std::uint32_t>(given.size());
     v.scenarios = b.scenarios.data();
     v.given_weights = given.data();
-    v.d_model = b.embeddings.empty() ? 0u : schema_->d_model;
-    v.embeddings = b.embeddings.empty() ? nullptr : b.embeddings.data();
+    v.d_model = b.embedding_size() == 0 ? 0u : schema_->d_model;
+    v.embeddings = b.embedding_size() == 0 ? nullptr : b.embedding_data();
     v.query_offset = out.layout == WeightBlock::Layout::per_query ? out.query_offset.data() : nullptr;
     headsep_status st = HEADSEP_ERROR;
     std::string thrown;

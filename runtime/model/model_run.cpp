@@ -204,6 +204,7 @@ tbb::filter<void, void> ModelPipeline::filters() {
 // ---- serial input ------------------------------------------------------------------------------
 
 Item* ModelPipeline::input(tbb::flow_control& fc) {
+  if (opt_.stop && opt_.stop->load(std::memory_order_relaxed)) throw Interrupted("the run was interrupted");
   // A share of a distributed run takes chunks rank, rank + ranks, ... (random access).
   const std::uint64_t index = exchange_ && random_ ? exchange_->chunk_index(next_index_) : next_index_;
   if (input_failed_ || done_ || (chunks_ && index >= chunks_)) {

@@ -15,25 +15,16 @@
 
 #include "headsep/error.hpp"
 #include "headsep/plugin_host.hpp"
+#include "plugins/safetensors_bytes.hpp"
 #include "test_util.hpp"
 
 using namespace headsep;
 using testutil::TempDir;
+using testutil::bytes_of;
+using testutil::safetensors;
+using testutil::Tensor;
 
 namespace {
-
-struct Tensor {
-  std::string name, dtype;
-  std::vector<std::uint64_t> shape;
-  std::string bytes;
-};
-
-template <class T>
-std::string bytes_of(const std::vector<T>& v) {
-  std::string s(v.size() * sizeof(T), '\0');
-  std::memcpy(s.data(), v.data(), s.size());
-  return s;
-}
 
 std::string f16_bytes(const std::vector<float>& v) {  // exact for the small binary fractions used here
   std::vector<std::uint16_t> h;
@@ -51,23 +42,6 @@ std::string bf16_bytes(const std::vector<float>& v) {
   std::vector<std::uint16_t> h;
   for (float f : v) h.push_back(std::uint16_t(std::bit_cast<std::uint32_t>(f) >> 16));
   return bytes_of(h);
-}
-
-/// A safetensors file: 8-byte little-endian header length, JSON header (padded to 8), data.
-std::string safetensors(const std::vector<Tensor>& ts, const std::map<std::string, std::string>& meta = {}) {
-  nlohmann::json h = nlohmann::json::object();
-  std::string data;
-  for (const auto& t : ts) {
-    h[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
-    data += t.bytes;
-  }
-  if (!meta.empty()) h["__metadata__"] = meta;
-  std::string header = h.dump();
-  while (header.size() % 8) header += ' ';
-  std::string out(8, '\0');
-  const std::uint64_t n = header.size();
-  std::memcpy(out.data(), &n, 8);
-  return out + header + data;
 }
 
 std::vector<float> iota_f(std::size_t n, float scale = 0.25f, float shift = -3.0f) {

@@ -1,0 +1,304 @@
+"""headsep: how far apart do attention heads keep relations? The C++ engine from Python.
+
+    import headsep
+    res = headsep.run("ops-reports", "axis-focus", {"reports": 100_000})
+    res.summary["scenarios"]            # the dict `headsep run --summary` writes
+    res.rows                            # pandas.DataFrame: the rows of `--per-report x.csv`
+    headsep.plugins()                   # what `headsep plugins` lists
+
+docs/PYTHON.md describes the API, the GIL, interrupts and the development loop.
+"""
+from __future__ import annotations
+
+import json as _json
+import os as _os
+import warnings as _warnings
+
+from . import _headsep
+from ._headsep import Error, UsageError, __version__
+from ._result import ModelResult, Result
+from .python_plugins import AttentionSpec, Batch, Chunk, Param, ScenarioGenerator, Schema, WeightingScheme  # plugins in Python
+
+# The wheel carries the built-in plugins in headsep/plugins beside the extension (the build tree
+# links its plugin folder there; an editable install keeps the extension and the plugins in
+# site-packages while this file stays in the source tree): found without environment variables,
+# after plugin_dirs= and HEADSEP_PLUGIN_PATH.
+_headsep._set_plugin_dir(_os.path.join(_os.path.dirname(_os.path.abspath(_headsep.__file__)), "plugins"))
+
+__all__ = ["Error", "UsageError", "Result", "ModelResult", "Model", "run", "model", "plugins", "__version__"]
+__all__ += ["ScenarioGenerator", "WeightingScheme", "Chunk", "Batch", "Schema", "Param", "AttentionSpec"]
+
+
+def _dirs(plugin_dirs) -> list[str]:
+    if plugin_dirs is None:
+        return []
+    if isinstance(plugin_dirs, (str, bytes, _os.PathLike)):
+        plugin_dirs = [plugin_dirs]
+    return [_os.fsdecode(d) for d in plugin_dirs]
+
+
+def plugins(*, plugin_dirs=None) -> list[dict]:
+    """The plugins `headsep plugins` lists, scenario generators first, as dicts.
+
+    Each dict: ``name``, ``kind`` ("scenario" or "weighting"), ``version``, ``description``,
+    ``file``, ``abi`` and ``parameters`` -- a list of dicts with ``name``, ``type`` ("string",
+    "int", "float", "bool", as `headsep plugins NAME` prints), ``default`` (in that type; None when
+    required), ``required`` and ``help``. Folders searched: ``plugin_dirs`` (a path or a list),
+    then HEADSEP_PLUGIN_PATH, then the package's own plugins. A file that fails to load is a
+    warning, as in the CLI.
+    """
+    found, failures = _headsep._plugins(_dirs(plugin_dirs))
+    for why in failures:
+        _warnings.warn(f"headsep: skipped {why}", RuntimeWarning, stacklevel=2)
+    return found
+
+
+def _param_text(key: str, value) -> str:
+    # The CLI's -p text of a value: booleans true/false, numbers as Python prints them
+    # (repr: shortest round trip), sequences comma-separated.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value) if not isinstance(value, float) else repr(value)
+    if isinstance(value, _os.PathLike):
+        return _os.fspath(value)
+    if isinstance(value, (list, tuple)):
+        return ",".join(_param_text(key, v) for v in value)
+    raise TypeError(f"params[{key!r}]: expected str, int, float, bool or a list of them, "
+                    f"got {type(value).__name__}")
+
+
+def _params(params) -> list[str]:
+    if params is None:
+        return []
+    if not isinstance(params, dict):
+        raise TypeError(f"params: expected a dict such as {{'reports': 1000}}, got {type(params).__name__}")
+    out = []
+    for key, value in params.items():
+        if not isinstance(key, str):
+            raise TypeError(f"params: keys are parameter names ([plugin.]key), got {key!r}")
+        out.append(f"{key}={_param_text(key, value)}")
+    return out
+
+
+def _axes(axes) -> str:
+    # A spec string as --axes takes it, or {name: expression}.
+    if axes is None:
+        return ""
+    if isinstance(axes, str):
+        return axes
+    if isinstance(axes, dict):
+        return ";".join(f"{k}={v}" for k, v in axes.items())
+    raise TypeError(f"axes: expected a spec such as 'd=decision_axis;e=evidence_axis' or a dict, "
+                    f"got {type(axes).__name__}")
+
+
+def _count(name: str, value, minimum: int = 0) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name}: must be >= {minimum}, got {value}")
+    return value
+
+
+def _name_or_plugin(what: str, value):
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, int, float, dict, list, tuple)):
+        raise TypeError(f"{what}: expected a plugin name (str) or a Python plugin object, got {type(value).__name__}")
+    return value
+
+
+def _call_text(name: str, args: list, kwargs: dict) -> str:
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items() if v is not None]
+    return f"headsep.{name}({', '.join(parts)})"
+
+
+def run(scenario, weighting=None, params=None, *, axes=None, input=None, threads=None, simd=None,
+        precision="f64", chunk=None, top=None, bins=None, rows=True, progress=False, reports=None,
+        plugin_dirs=None, report=True) -> Result:
+    """Run a report set through a weighting scheme: the job of ``headsep run``.
+
+    Parameters
+    ----------
+    scenario : str or headsep.ScenarioGenerator or None
+        Scenario generator plugin name (``headsep.plugins()``), or a Python plugin object.
+        None with ``input=``.
+    weighting : str or headsep.WeightingScheme or None
+        Weighting scheme plugin name, or a Python plugin object. None: ``table`` when the data
+        carries weights (the seed's CSV).
+    params : dict, optional
+        Plugin parameters, ``{"reports": 100000, "axis-focus.sharpness": 2}`` (``-p key=value``).
+    axes : str or dict, optional
+        Context axes, ``"d=decision_axis;ec=evidence_axis+condition_axis"`` or ``{"d": "decision_axis"}``
+        (default: the seed's two axes).
+    input : str or os.PathLike, optional
+        A CSV in the seed schema: ``scenario="csv", params={"path": input}``, weighting ``table``.
+    threads : int, optional
+        Worker threads (default: all cores). Results do not depend on it.
+    simd : str, optional
+        "scalar", "sse2", "avx2" or "avx512" (default: the best, or $HEADSEP_SIMD).
+    precision : str
+        "f64" (the seed's arithmetic) or "f32".
+    chunk : int, optional
+        Reports per batch (default 8192; attention schemes by the embedding width).
+    top, bins : int, optional
+        The summary's top reports per scenario (default 10) and histogram bins (default 20).
+    rows : bool
+        Keep every (report, scenario) row for ``Result.rows`` / ``Result.arrays`` (memory grows
+        with the reports; False keeps only the summary and the report).
+    progress : bool
+        The engine's progress bar on standard error (file descriptor 2).
+    report : bool
+        Keep what ``Result.report_html()`` needs (the report's sink, as ``--report-html``);
+        False saves its time when no report is wanted.
+    reports : list of str, optional
+        Report ids to analyse (``--report``); default all.
+    plugin_dirs : path or list of paths, optional
+        Folders searched for plugins first (``--plugin-dir``).
+
+    Returns
+    -------
+    headsep.Result
+
+    Raises
+    ------
+    headsep.Error
+        Bad input data or a plugin failure (the CLI's message).
+    headsep.UsageError (a ValueError)
+        A bad argument: unknown plugin parameter, bad axes, bad precision.
+    TypeError
+        An argument of the wrong type.
+    KeyboardInterrupt
+        Ctrl-C: the run stops within a second; nothing is kept.
+
+    The GIL is released for the whole run; the engine's threads never hold it.
+    """
+    scenario = _name_or_plugin("scenario", scenario)
+    weighting = _name_or_plugin("weighting", weighting)
+    if input is not None and not isinstance(input, (str, _os.PathLike)):
+        raise TypeError(f"input: expected a path, got {type(input).__name__}")
+    if not isinstance(precision, str):
+        raise TypeError(f"precision: expected 'f64' or 'f32', got {type(precision).__name__}")
+    if simd is not None and not isinstance(simd, str):
+        raise TypeError(f"simd: expected a level name, got {type(simd).__name__}")
+    if reports is not None and (isinstance(reports, str) or not all(isinstance(r, str) for r in reports)):
+        raise TypeError("reports: expected a list of report ids (str)")
+    top_ = 10 if top is None else _count("top", top)
+    bins_ = 20 if bins is None else _count("bins", bins, 1)
+    command = _call_text("run", [a for a in (scenario, weighting) if isinstance(a, str)],
+                         {"params": params, "axes": axes, "input": input})
+    core = _headsep._run(scenario, weighting, _params(params), _axes(axes),
+                         "" if input is None else _os.fspath(input), list(reports or []), _dirs(plugin_dirs),
+                         _count("threads", threads), simd or "", precision, _count("chunk", chunk, 1),
+                         top_, bins_, bool(rows), bool(report), bool(progress), command)
+    return Result(core)
+
+
+class Model:
+    """A BERT encoder folder (config.json, model.safetensors, vocab.txt): ``headsep.model(path)``."""
+
+    def __init__(self, path):
+        if not isinstance(path, (str, _os.PathLike)):
+            raise TypeError(f"model: expected a folder path, got {type(path).__name__}")
+        self.path = _os.fspath(path)
+
+    def __repr__(self) -> str:
+        return f"headsep.model({self.path!r})"
+
+    def run(self, texts, *, lexicon=None, axes=None, threads=None, maps=None, map_layers=None, rows=True,
+            report=True, top=None, chunk=None, plugin_dirs=None) -> ModelResult:
+        """Every (layer, head) of the encoder measured on text reports: ``headsep run --model``.
+
+        Parameters
+        ----------
+        texts : sequence of str, dict or sequence of tuples
+            The reports: texts (ids "0", "1", ...), ``{report_id: text}``, or tuples
+            ``(report_id, text)`` / ``(report_id, text, scenario)``.
+        lexicon : path, optional
+            CSV ``word,AXIS1,...`` giving words' context-axis values (default: the built-in
+            ops lexicon).
+        axes : str or dict, optional
+            Context axes (default: the model's three relations).
+        threads : int, optional
+            Worker threads (default: all cores).
+        maps : bool or sequence of int, optional
+            True: keep every report's attention maps (``Result.maps``, as ``--attention
+            --attention-reports all``); a sequence: those reports (indices into ``texts``).
+        map_layers : sequence of int, optional
+            The layers whose maps are kept (default: all).
+        rows : bool
+            Keep the rows per (report, scenario, layer): ``Result.rows`` / ``Result.arrays``
+            (the columns of ``--per-report x.csv``).
+        report : bool
+            Keep what ``Result.report_html()`` needs (the top reports' maps), as the CLI's report.
+        top, chunk : int, optional
+            Reports ranked per scenario (default 10); reports per batch (default 128).
+
+        Returns a headsep.ModelResult: ``summary`` (the ``--summary`` JSON of a model run),
+        ``rows``, ``arrays``, ``maps``, ``report_html()``. The texts reach the engine through an
+        in-memory file (memfd): nothing is written to disk.
+        """
+        records = _text_records(texts)
+        if isinstance(maps, bool) or maps is None:
+            sel = bool(maps)
+        elif isinstance(maps, (str, bytes)):
+            raise TypeError("maps: expected True/False or a sequence of report indices")
+        else:
+            sel = _int_list(maps, "maps")
+            bad = [i for i in sel if i >= len(records)]
+            if bad:
+                raise ValueError(f"maps: report index {bad[0]} is out of range ({len(records)} reports)")
+        layers = [] if map_layers is None else _int_list(map_layers, "map_layers")
+        params = ["text.format=jsonl"]
+        if lexicon is not None:
+            params.append(f"text.lexicon={_os.fspath(lexicon)}")
+        fd = _os.memfd_create("headsep-texts")
+        try:
+            with _os.fdopen(_os.dup(fd), "w", encoding="utf-8") as f:
+                for rec in records:
+                    f.write(_json.dumps(rec, ensure_ascii=False))
+                    f.write("\n")
+            params.insert(0, f"text.path=/proc/self/fd/{fd}")
+            command = f"headsep.model({self.path!r}).run(<{len(records)} texts>)"
+            core = _headsep._model_run(self.path, "text", params, _axes(axes), _dirs(plugin_dirs),
+                                       _count("threads", threads), _count("chunk", chunk, 1),
+                                       10 if top is None else _count("top", top), bool(rows), bool(report),
+                                       sel, layers, command)
+        finally:
+            _os.close(fd)
+        return ModelResult(core)
+
+
+def _text_records(texts) -> list[dict]:
+    if isinstance(texts, str):
+        raise TypeError("texts: expected a sequence of texts (a single str is one text: pass [text])")
+    items = texts.items() if isinstance(texts, dict) else enumerate(texts)
+    out = []
+    for key, value in items:
+        if isinstance(value, str):
+            rec = {"report_id": str(key), "text": value}
+        elif isinstance(value, tuple) and len(value) in (2, 3) and all(isinstance(v, str) for v in value):
+            rec = {"report_id": value[0], "text": value[1]}
+            if len(value) == 3:
+                rec["scenario"] = value[2]
+        else:
+            raise TypeError(f"texts[{key!r}]: expected a str or a (report_id, text[, scenario]) tuple, "
+                            f"got {type(value).__name__}")
+        out.append(rec)
+    if not out:
+        raise ValueError("texts: no reports")
+    return out
+
+
+def model(path) -> Model:
+    """A BERT encoder folder for ``.run(texts)``: ``headsep.model(path).run(["...", "..."])``."""
+    return Model(path)
+
+
+# headsep.attention: arrays in (NumPy / torch), python/headsep/_attention.py.
+from ._attention import AttentionResult, _int_list, attention  # noqa: E402
+
+__all__ += ["attention", "AttentionResult"]

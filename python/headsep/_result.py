@@ -1,0 +1,172 @@
+"""headsep.Result: a finished run (headsep.run, headsep.model(...).run; headsep.attention builds
+on it too). Wraps the extension's RunResult / ModelRunResult (python/src/result.hpp)."""
+from __future__ import annotations
+
+import html as _html
+import json as _json
+import os as _os
+
+
+class Result:
+    """A finished run: its summary, rows, arrays and report.
+
+    - ``summary``: a dict equal to ``json.load`` of ``headsep run --summary`` for the same run;
+      ``summary_json()`` the identical text.
+    - ``rows``: a pandas.DataFrame with the columns and values of ``--per-report x.csv``:
+      report_id and scenario as str, tokens as lists of str, every metric float64; a model run's
+      rows (one per report, scenario and layer) add layer and n_tokens (int64) and token_ids
+      (lists of int) after scenario, in the CSV's order.
+    - ``arrays``: the metric columns as read-only NumPy float64 views of the engine's buffers
+      (no copy), plus ``report_index`` (uint64) and ``scenario_index`` (uint32, into
+      ``scenarios``) per row (and ``layer``, uint32, for a model run); for users without pandas.
+    - ``report_html(path=None)``: the HTML report (docs/REPORTS.md), written to ``path`` or returned;
+      Jupyter shows it inline (``_repr_html_``).
+    """
+
+    def __init__(self, core, kind: str = "run"):
+        self._core = core
+        self._kind = kind
+        self._summary = None
+        self._rows = None
+
+    # ---- the summary -------------------------------------------------------------------------
+    def summary_json(self) -> str:
+        """The summary as JSON text: the bytes ``--summary`` writes (UTF-8)."""
+        return self._core.summary_json()
+
+    @property
+    def summary(self) -> dict:
+        """The summary as a dict (``json.loads(self.summary_json())``), computed once."""
+        if self._summary is None:
+            self._summary = _json.loads(self.summary_json())
+        return self._summary
+
+    @property
+    def seconds(self) -> float:
+        """The engine's wall time of the run, in seconds."""
+        return self._core.seconds
+
+    # ---- rows --------------------------------------------------------------------------------
+    def _need_rows(self) -> None:
+        if not self._core.has_rows:
+            raise ValueError("this run kept no rows: run it with rows=True")
+
+    @property
+    def columns(self) -> list[str]:
+        """The metric columns, in the order of ``--per-report x.csv`` (after report_id, scenario, tokens)."""
+        self._need_rows()
+        return list(self._core.column_names())
+
+    @property
+    def scenarios(self) -> list[str]:
+        """The scenarios of the rows, in order of first appearance (``arrays["scenario_index"]``)."""
+        self._need_rows()
+        return list(self._core.scenarios())
+
+    @property
+    def arrays(self) -> dict:
+        """Every metric column as a read-only float64 NumPy view (no copy), plus
+        ``report_index`` and ``scenario_index`` per row."""
+        self._need_rows()
+        core = self._core
+        out = {name: core.column(i) for i, name in enumerate(core.column_names())}
+        out["report_index"] = core.report_of()
+        out["scenario_index"] = core.scenario_of()
+        if self._kind == "model":
+            out["layer"] = core.layer_of()
+        return out
+
+    @property
+    def rows(self):
+        """A pandas.DataFrame: one row per (report, scenario), the columns and values of
+        ``--per-report x.csv`` (tokens as lists of str). Built once; needs pandas."""
+        if self._rows is None:
+            self._need_rows()
+            try:
+                import pandas as pd
+            except ImportError as e:  # pragma: no cover - depends on the environment
+                raise ImportError("Result.rows needs pandas (pip install 'headsep[pandas]'); "
+                                  "Result.arrays gives the columns as NumPy arrays") from e
+            import numpy as np
+
+            core = self._core
+            report = np.asarray(core.report_of()).astype(np.intp)
+            ids = np.empty(len(core.report_ids()), dtype=object)
+            ids[:] = core.report_ids()
+            tokens = np.empty(len(ids), dtype=object)
+            tokens[:] = core.report_tokens()
+            scen = np.empty(len(core.scenarios()), dtype=object)
+            scen[:] = core.scenarios()
+            data = {"report_id": ids[report], "scenario": scen[np.asarray(core.scenario_of()).astype(np.intp)]}
+            if self._kind == "model":  # --per-report's model columns: layer, n_tokens, tokens, token_ids
+                token_ids = np.empty(len(ids), dtype=object)
+                token_ids[:] = core.report_token_ids()
+                data["layer"] = np.asarray(core.layer_of()).astype(np.int64)
+                data["n_tokens"] = np.fromiter((len(t) for t in tokens), np.int64, len(tokens))[report]
+                data["tokens"] = tokens[report]
+                data["token_ids"] = token_ids[report]
+            else:
+                data["tokens"] = tokens[report]
+            for i, name in enumerate(core.column_names()):
+                data[name] = np.array(core.column(i), dtype=np.float64)
+            self._rows = pd.DataFrame(data)
+        return self._rows
+
+    # ---- the report --------------------------------------------------------------------------
+    def report_html(self, path=None):
+        """The run's HTML report: written to ``path`` (atomically; returns None), or returned as str."""
+        if path is None:
+            return self._core.report_html("")
+        self._core.report_html(_os.fspath(path))
+        return None
+
+    def _repr_html_(self):
+        # The report is a whole document with its own styles: an iframe keeps them apart from the
+        # notebook's. A run without its report (report=False): Jupyter falls back to repr().
+        try:
+            doc = self._core.report_html("")
+        except ValueError:
+            return None
+        return ('<iframe style="width:100%;height:720px;border:0" srcdoc="'
+                + _html.escape(doc, quote=True) + '"></iframe>')
+
+    def __repr__(self) -> str:
+        groups = getattr(self._core, "groups", None)
+        what = f"{groups} (report, scenario) groups" if groups is not None else self._kind
+        return f"<headsep.Result: {what} in {self.seconds:.3f} s>"
+
+
+class ModelResult(Result):
+    """A headsep.Result of ``headsep.model(path).run``: rows per (report, scenario, layer) as
+    ``--per-report`` writes them, and the attention maps asked for by ``maps=`` (as ``--attention``):
+
+    - ``maps``: a list, one ``[layers, heads, n, n]`` float32 array per kept report (reports
+      differ in length), layers as ``map_layers``, heads 1..H, query-major as torch's
+      ``output_attentions``;
+    - ``single_maps``: the single-head baseline's maps, one ``[layers, n, n]`` array per report;
+    - ``map_reports``: the kept reports' indices (run order); ``map_layers``: the kept layers.
+    None of them without ``maps=``.
+    """
+
+    def __init__(self, core):
+        super().__init__(core, kind="model")
+
+    def _get(self, key):
+        m = self._core.maps
+        return None if m is None else m[key]
+
+    @property
+    def maps(self):
+        return self._get("maps")
+
+    @property
+    def single_maps(self):
+        return self._get("single")
+
+    @property
+    def map_reports(self):
+        return self._get("reports")
+
+    @property
+    def map_layers(self):
+        return self._get("layers")

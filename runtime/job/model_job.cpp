@@ -1,0 +1,59 @@
+// open_model_job (model_job.hpp): a `--model` job's encoder, text source and axes, every error
+// before anything runs; the CLI's run --model / scaling --model and headsep.model(...).run.
+#include "job/model_job.hpp"
+
+#include "headsep/error.hpp"
+#include "headsep/model_tokenizer.hpp"
+
+namespace headsep::job {
+
+ModelJob open_model_job(const JobArgs& a, bool report, const std::filesystem::path& builtin) {
+  if (!a.weighting.empty()) throw UsageError("--model and --weighting exclude each other (the model's heads are the heads)");
+  if (!a.input.empty()) throw UsageError("--model reads text reports: --scenario text -p path=FILE, or --scenario ops-text");
+  if (a.scenario.empty()) throw UsageError("--model needs --scenario text (-p path=FILE) or --scenario ops-text");
+  ModelJob job;
+  job.axes_spec = a.axes == kSeedAxes ? "decision=decision_axis;evidence=evidence_axis;condition=condition_axis" : a.axes;
+  auto specs = parse_axes(job.axes_spec);
+  job.run = run_options(a);
+  job.model.emplace(BertModel::load(a.model));  // every model error before anything is opened or written
+  PluginRegistry registry = load_registry(a.plugin_dirs, builtin);
+  const PluginInfo& sp = registry.require(a.scenario, PluginKind::scenario);
+  std::vector<std::string> params = a.params;
+  if (declares(sp, "model") && !given(params, sp, "model")) params.push_back(sp.name + ".model=" + a.model);
+  // Token strings (the rows, dumps and the report's maps) and, for ops-text, report ids: always, so
+  // that the summary's top ids do not depend on which outputs were asked for.
+  if (declares(sp, "names") && !given(params, sp, "names")) params.push_back(sp.name + ".names=true");
+  const PluginInfo none = no_weighting();
+  auto [sparams, wparams] = split_params(params, sp, none);
+  if (declares(sp, "max_tokens")) {  // the generator's truncation (docs/MODEL.md): refused by name before it opens
+    const PluginParams resolved = resolve_params(sp, sparams);
+    std::int64_t max_tokens = 0;
+    for (const auto& [k, v] : resolved)
+      if (k == "max_tokens") max_tokens = std::stoll(v);
+    const TruncationLength t = ModelTokenizer::load(a.model, max_tokens).truncation;
+    job.options.max_tokens = t.tokens, job.options.max_tokens_from = t.source;
+  }
+  job.source = open_scenario_plugin(registry, a.scenario, sparams);
+  job.plugins = {plugin_use("scenario", sp, sparams)};
+  job.axes.emplace(AxisMap::bind(specs, job.source->schema().feature_names));
+  ModelRunOptions& mo = job.options;
+  mo.threads = a.threads;
+  mo.simd = job.run.simd;
+  mo.chunk_reports = a.chunk ? a.chunk : 128;
+  mo.keep_maps = report;  // the top reports' maps (docs/REPORTS.md)
+  mo.map_tokens = report::Limits::model_map_tokens;
+  mo.top_reports = a.top;  // the summary's top list (and the report's maps), as for the engine's runs
+  return job;
+}
+
+RunProvenance model_provenance(const JobArgs& a, const ModelJob& job, unsigned ranks) {
+  RunProvenance r = provenance(a, job.plugins, job.run, job.axes->names(), true, ranks);
+  r.command = "run --model";
+  r.axes = job.axes_spec;
+  r.model_path = a.model;
+  r.options = {{"top", std::to_string(a.top)}};
+  r.execution.chunk = job.options.chunk_reports;
+  return r;
+}
+
+}  // namespace headsep::job
