@@ -139,8 +139,6 @@ Marker marker(std::uint32_t h) {
 
 namespace {
 
-constexpr const char* kFont =
-    "'DejaVu Sans','Noto Sans','Noto Sans CJK KR','Nanum Gothic','Malgun Gothic','Apple SD Gothic Neo',sans-serif";
 
 // Shape outline around (0, 0), about 2r across.
 std::string shape_path(const std::string& shape, double r) {
@@ -192,8 +190,12 @@ std::string exact(double v) {
 
 std::string svg_open(const std::string& id, const std::string& cls, double w, double h, const std::string& extra) {
   return "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" + id + "\" class=\"fig " + cls + "\" width=\"" + px(w) +
-         "\" height=\"" + px(h) + "\" viewBox=\"0 0 " + px(w) + " " + px(h) + "\" font-family=\"" + kFont +
+         "\" height=\"" + px(h) + "\" viewBox=\"0 0 " + px(w) + " " + px(h) + "\" font-family=\"" + font_stack() +
          "\" font-size=\"11\"" + extra + ">\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+}
+
+const char* font_stack() {
+  return "'DejaVu Sans','Noto Sans','Noto Sans CJK KR','Nanum Gothic','Malgun Gothic','Apple SD Gothic Neo',sans-serif";
 }
 
 std::string text(double x, double y, const std::string& escaped, const std::string& attrs) {

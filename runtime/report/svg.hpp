@@ -15,6 +15,9 @@ std::string px(double v);
 /// Full precision for data-* attributes (tests read them back).
 std::string exact(double v);
 
+/// The font stack of every figure (CJK fonts on Linux, Windows and macOS named; docs/REPORTS.md):
+/// each <svg> names it, the HTML page names it once for the page (and drops it from its figures).
+const char* font_stack();
 /// Opens a figure's <svg> element (font, size, white background); `extra` adds attributes.
 std::string svg_open(const std::string& id, const std::string& cls, double w, double h, const std::string& extra = "");
 std::string text(double x, double y, const std::string& escaped, const std::string& attrs = "");

@@ -282,7 +282,9 @@ document.getElementById("out").textContent = JSON.stringify({chars: chars.length
 
 def collision_check(tmp, pages):
     """In the rendered seed plots (the example, the 100k run, the model's layers), no label's box
-    meets a marker's or another label's (getBoundingClientRect in Chromium, 1 px tolerance)."""
+    meets a marker's or another label's (getBoundingClientRect in Chromium, 1 px tolerance), and
+    every baseline of an opaque point set keeps some of its box uncovered by the opaque head
+    markers painted after it."""
     svgs = []
     for path in pages:
         svgs += re.findall(r'<svg[^>]*class="fig seed-plot".*?</svg>', open(path, encoding="utf-8").read(), re.S)
@@ -302,15 +304,38 @@ for (const svg of document.querySelectorAll("svg.seed-plot")) {
     ls.slice(i + 1).forEach(([u, q]) => { if (meets(r, q)) hits.push(svg.dataset.id + ": '" + t + "' on '" + u + "'"); });
   });
 }
-document.getElementById("out").textContent = JSON.stringify({plots: document.querySelectorAll("svg.seed-plot").length, labels, hits});
+// The grey baseline must keep some area that no opaque head marker painted after it covers (it
+// hid under the heads in a model's layer-0 plot): 9 x 9 points of its box, one at least free.
+let baselines = 0;
+const opaque = e => !e.hasAttribute("fill-opacity");
+for (const svg of document.querySelectorAll("svg.seed-plot")) {
+  const ms = [...svg.querySelectorAll("path.marker")];
+  ms.forEach((m, i) => {
+    if (m.dataset.head !== "0" || ![...m.parentNode.querySelectorAll("path.marker")].some(o => o.dataset.head !== "0" && opaque(o)))
+      return;  // a faded set's baseline (its heads are faded too)
+    baselines++;
+    const b = m.getBoundingClientRect();
+    const over = ms.slice(i + 1).filter(o => o.dataset.head !== "0" && opaque(o)).map(o => o.getBoundingClientRect());
+    let free = 0;
+    for (let a = 0; a < 9; a++)
+      for (let c = 0; c < 9; c++) {
+        const x = b.left + (a + 0.5) * b.width / 9, y = b.top + (c + 0.5) * b.height / 9;
+        free += !over.some(r => x > r.left && x < r.right && y > r.top && y < r.bottom);
+      }
+    if (!free) hits.push(svg.dataset.id + ": the baseline of " + m.parentNode.dataset.report + " is under the heads");
+  });
+}
+document.getElementById("out").textContent = JSON.stringify({plots: document.querySelectorAll("svg.seed-plot").length, labels,
+                                                             baselines, hits});
 </script>""")
     dom, _ = browse("file://" + page, tmp, ["--dump-dom"])
     m = re.search(r'<pre id="out">([^<]*)</pre>', dom)
     check(m is not None, "labels: the measuring page ran")
     if m:
         r = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&#39;", "'"))
-        check(r["labels"] > 0 and not r["hits"], f"labels: {r['labels']} labels in {r['plots']} seed plots meet no marker "
-              f"and no other label" + (f" ({r['hits'][:3]})" if r["hits"] else ""))
+        check(r["labels"] > 0 and r["baselines"] > 0 and not r["hits"],
+              f"labels: {r['labels']} labels in {r['plots']} seed plots meet no marker and no other label; "
+              f"{r['baselines']} baselines keep an area no head covers" + (f" ({r['hits'][:3]})" if r["hits"] else ""))
 
 
 def finish_checks(tmp, doms, ex, att, mod):
@@ -401,8 +426,11 @@ def main():
             # Offline: nothing in the page refers to another file or host.
             ext = [e for e in els if any(k in e["attrs"] and re.match(r"(https?:|//|file:)", e["attrs"][k] or "")
                                          for k in ("src", "href"))]
-            check(not ext and not any(e["tag"] in ("script", "link", "img", "iframe") for e in els),
-                  f"{name}: no scripts, links or external resources")
+            scripts = [e for e in els if e["tag"] == "script"]
+            inline = [e for e in scripts if "src" not in e["attrs"]] if path in (att, mod) else []
+            check(not ext and not any(e["tag"] in ("link", "img", "iframe") for e in els) and len(inline) == len(scripts)
+                  and len(scripts) == (2 if path in (att, mod) else 0),
+                  f"{name}: no links or external resources; scripts: only the head view's, inline ({len(scripts)})")
             png = os.path.join(tmp, name + ".png")
             browse("file://" + path, tmp, ["--screenshot=" + png, "--window-size=1024,1024"])
             not_blank(png, name)
