@@ -224,6 +224,14 @@ std::string glyph(std::uint32_t h, double x, double y, double r, const std::stri
          (stroke != "none" ? " stroke=\"" + stroke + "\" stroke-width=\"1.2\"" : "") + ">";
 }
 
+// The baseline as a ring: its stroke in the baseline's colour, a light fill of it inside.
+std::string baseline_ring(double x, double y, double r, const std::string& attrs, double opacity) {
+  const std::string c = marker(0).colour;
+  return "<path " + attrs + " d=\"" + shape_path(marker(0).shape, r) + "\" transform=\"translate(" + px(x) + "," + px(y) +
+         ")\" fill=\"" + c + "\" fill-opacity=\"" + px(0.3 * opacity) + "\" stroke=\"" + c + "\" stroke-width=\"2.5\"" +
+         (opacity < 1 ? " stroke-opacity=\"" + px(opacity) + "\"" : "") + ">";
+}
+
 // Axis ticks, grid and labels for a horizontal axis at y = y0 spanning rows [top, y0].
 std::string x_axis(const Ticks& t, const Scale& sx, double top, double y0, const std::string& title, double title_x) {
   std::string s = "<g class=\"axis x\">\n";

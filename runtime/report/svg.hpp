@@ -32,6 +32,11 @@ std::string head_short(std::uint32_t h);
 std::string glyph(std::uint32_t h, double x, double y, double r, const std::string& attrs, double opacity = 1,
                   bool outlined = false);
 
+/// The single-head baseline as the seed plot draws it, after the heads: a ring of its grey (r the
+/// ring's centre line, stroke 2.5 px) with a light fill, so that it stays visible on a head at the
+/// same place and the head shows through it. Left open like glyph().
+std::string baseline_ring(double x, double y, double r, const std::string& attrs, double opacity = 1);
+
 /// Axis ticks, grid and labels for a horizontal axis at y = y0 spanning rows [top, y0].
 std::string x_axis(const Ticks& t, const Scale& sx, double top, double y0, const std::string& title, double title_x);
 /// The same for a vertical axis at x = left spanning columns [left, right].
