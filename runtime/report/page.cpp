@@ -203,7 +203,7 @@ std::string run_sections(const ReportData& d, const std::vector<Figure>& figs) {
   if (sketch) o += "<p class=\"note\">Quantiles from a relative-error sketch (0.5 %) where a scenario has more than 4,096 reports.</p>\n";
   o += "</section>\n";
   o += "<section id=\"seed-plots\">\n<h2>The seed's plot</h2>\n<p class=\"note\">Per scenario, the contexts on the two "
-       "context axes: the grey point is the single-head baseline, the blue triangle head 1, the orange square head 2 "
+       "context axes: the grey ring is the single-head baseline, the blue triangle head 1, the orange square head 2 "
        "(further heads: further colour and shape pairs). The farther apart the heads, the more clearly they read "
        "different relations; the dashed line is that distance, head_separation. All plots share their axes.</p>\n";
   if (d.scenarios.size() > shown(d))

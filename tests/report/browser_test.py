@@ -8,7 +8,7 @@ report offline, and this test checks what it rendered.
   - a screenshot of each is not blank;
   - in the seed plot, the markers sit where the seed's contexts put them: read back from the
     rendered DOM (marker positions mapped through the drawn axis ticks) and from the pixels of a
-    screenshot of the standalone SVG (centroid of the blue triangle / orange square / grey point).
+    screenshot of the standalone SVG (centroid of the blue triangle / orange square / grey ring).
 
 Usage: browser_test.py HEADSEP_BINARY SOURCE_DIR. Exit 77 (CTest: skipped) with a loud message
 when Chromium is not installed; never a silent pass.

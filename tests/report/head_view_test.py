@@ -78,13 +78,14 @@ class Cdp:
                 return m
             self.events.append(m)
 
-    def open(self, url, scripts=True):
-        """A new tab on url (loaded); returns its session id."""
-        target = self.send("Target.createTarget", url="about:blank")["targetId"]
-        s = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        self.send("Page.enable", s), self.send("Runtime.enable", s)
-        if not scripts:
-            self.send("Emulation.setScriptExecutionDisabled", s, value=True)
+    def open(self, url, scripts=True, session=None):
+        """url loaded in a new tab, or again in `session`'s; returns the tab's session id."""
+        s = session
+        if s is None:
+            target = self.send("Target.createTarget", url="about:blank")["targetId"]
+            s = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+            self.send("Page.enable", s), self.send("Runtime.enable", s)
+        self.send("Emulation.setScriptExecutionDisabled", s, value=not scripts)
         self.send("Page.navigate", s, url=url)
         self.wait_event("Page.loadEventFired", s)
         return s
@@ -140,7 +141,7 @@ def tensor_input(path, reports, n, d):
 # Page-side probes (results as JSON-ready values).
 SELECT = """(() => {
   const rep = document.getElementById("hv-report");
-  const i = [...rep.options].findIndex(o => o.text.includes("report %(report)s ("));
+  const i = [...rep.options].findIndex(o => o.text.includes(" · report %(report)s ("));
   if (i < 0) return "no such report";
   rep.value = String(i); rep.dispatchEvent(new Event("change"));
   const lay = document.getElementById("hv-layer");
@@ -233,7 +234,7 @@ def drive(cdp, page, maps, report, layer, heads, query, keys, what):
     cdp.mouse(s, "mouseMoved", 2, 2)
     expect_lines(cdp.js(s, LINES), maps, report, layer, heads, query, keys, colours, what + ", kept by a click")
     static_on = cdp.js(s, STATIC)
-    off = cdp.open("file://" + page, scripts=False)
+    off = cdp.open("file://" + page, scripts=False, session=s)
     check(cdp.js(off, STATIC) == static_on, f"{what}: without scripts, everything outside the head view is the same")
     hidden = cdp.js(off, "document.getElementById('hv').offsetParent === null && [...document.querySelectorAll("
                          "'#head-view p')].some(p => p.textContent.includes('needs JavaScript') && p.offsetParent)")
@@ -257,8 +258,9 @@ def main():
         mod, mod_maps = os.path.join(tmp, "model.html"), os.path.join(tmp, "model.jsonl")
         have_model = os.path.exists(os.path.join(model_dir, "model.safetensors"))
         if have_model:
-            bt.run(["run", "--model", model_dir, "-s", "ops-text", "-p", "reports=3", "--top", "1", "-q",
-                    "--report-html", mod, "--attention", mod_maps, "--attention-reports", "all"])
+            mod_summary = os.path.join(tmp, "model.json")
+            bt.run(["run", "--model", model_dir, "-s", "ops-text", "-p", "reports=3", "--top", "1", "-q", "--report-html",
+                    mod, "--attention", mod_maps, "--attention-reports", "all", "--summary", mod_summary])
         else:
             print("NOTE: no model in " + model_dir + ": the model page's head view is not checked")
         cdp = Cdp(tmp)
@@ -266,8 +268,8 @@ def main():
         drive(cdp, att, maps, "r1", 0, [1, 3], 2, 7, "qkv on tensor input")
         if have_model:
             maps = read_maps(mod_maps)
-            top = json.loads(cdp.js(cdp.open("file://" + mod), "document.getElementById('hv-data').textContent"))
-            report = top["reports"][0]["name"].split(" · report ")[1].split(" (")[0]
+            # --top 1: the page draws the maps of the summary's top report, that report alone.
+            report = json.load(open(mod_summary))["scenarios"][0]["top"][0]["report_id"]
             n = len(maps[(report, "tokens")])
             drive(cdp, mod, maps, report, 3, [2, 5, 11], 1, min(n, 12), "model run, layer 3")
         check(not cdp.errors(), f"no script errors in the pages ({cdp.errors()[:1]})")
