@@ -2,7 +2,8 @@
 """The report's interactive head view, driven in headless Chromium over the DevTools protocol
 (--remote-debugging-pipe, Python's standard library only).
 
-For a qkv run on tensor input and a MiniLM model run: select a report, a layer and heads, hover
+For a qkv run on tensor input and a MiniLM run on three texts (their scenario's name holds
+"</script>" and quotes): select a report, a layer and heads, hover
 (and focus, and click) a query token with real input events, and check the drawn lines against
 the run's own --attention JSONL (not the page's blob): one line per checked head and key with a
 weight, ending at that key's token, stroke-opacity = the weight (±2e-4: the page keeps 4 decimals),
@@ -11,6 +12,7 @@ outside the head view's section is the same as with them, and the figures are th
 
 Usage: head_view_test.py HEADSEP_BINARY SOURCE_DIR (exit 77, loudly, without Chromium).
 """
+import csv
 import json
 import os
 import random
@@ -202,8 +204,15 @@ def read_maps(path):
     return out
 
 
-def drive(cdp, page, maps, report, layer, heads, query, keys, what):
+EVIL = '</script><i>x</i> & "q"'  # a scenario name: JSON-escaped in the blob, text in the view
+
+
+def drive(cdp, page, maps, report, layer, heads, query, keys, what, scenario=None):
     s = cdp.open("file://" + page)
+    if scenario:
+        names = cdp.js(s, "[...document.querySelectorAll('#hv-report option')].map(o => o.text)")
+        check(names and all(n.startswith(scenario + " · report ") for n in names),
+              f"{what}: the scenario's name reaches the view as text ({names[:1]})")
     colours = cdp.js(s, COLOURS)
     r = cdp.js(s, SELECT % {"report": report, "layer": layer, "heads": json.dumps(heads)})
     check(r == "ok", f"{what}: report {report}, layer {layer} and heads {heads} selected ({r})")
@@ -258,8 +267,14 @@ def main():
         mod, mod_maps = os.path.join(tmp, "model.html"), os.path.join(tmp, "model.jsonl")
         have_model = os.path.exists(os.path.join(model_dir, "model.safetensors"))
         if have_model:
-            mod_summary = os.path.join(tmp, "model.json")
-            bt.run(["run", "--model", model_dir, "-s", "ops-text", "-p", "reports=3", "--top", "1", "-q", "--report-html",
+            # Three texts under a scenario name that would end the page's <script> were it not escaped.
+            texts, mod_summary = os.path.join(tmp, "texts.csv"), os.path.join(tmp, "model.json")
+            with open(texts, "w", encoding="utf-8", newline="") as f:
+                csv.writer(f).writerows([["report_id", "text", "scenario"]] + [[f"t{i}", t, EVIL] for i, t in enumerate(
+                    ["Stop the pump: the pressure is high and the return condition is not met.",
+                     "Evidence from the tank sensor confirms the decision to hold.",
+                     "정지결정 after the cooling tower alarm; resume once the flow is checked."])])
+            bt.run(["run", "--model", model_dir, "-s", "text", "-p", "path=" + texts, "--top", "1", "-q", "--report-html",
                     mod, "--attention", mod_maps, "--attention-reports", "all", "--summary", mod_summary])
         else:
             print("NOTE: no model in " + model_dir + ": the model page's head view is not checked")
@@ -271,7 +286,7 @@ def main():
             # --top 1: the page draws the maps of the summary's top report, that report alone.
             report = json.load(open(mod_summary))["scenarios"][0]["top"][0]["report_id"]
             n = len(maps[(report, "tokens")])
-            drive(cdp, mod, maps, report, 3, [2, 5, 11], 1, min(n, 12), "model run, layer 3")
+            drive(cdp, mod, maps, report, 3, [2, 5, 11], 1, min(n, 12), "model run, layer 3", scenario=EVIL)
         check(not cdp.errors(), f"no script errors in the pages ({cdp.errors()[:1]})")
     finally:
         if cdp:
