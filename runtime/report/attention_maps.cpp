@@ -89,10 +89,16 @@ std::vector<std::size_t> maps_that_fit(const ReportData& d) {
   return fit;
 }
 
-std::vector<Figure> model_maps(const ReportData& d) {
-  // The top report's maps of every (scenario, layer) first, so each grid cell links to one, then
-  // the next reports while the report holds fewer than Limits::map_cells cells.
-  std::vector<Figure> maps;
+std::vector<std::pair<std::size_t, std::size_t>> drawn_maps(const ReportData& d) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  if (d.distributions) {  // an attention scheme's run: each scenario's first maps_that_fit
+    const std::vector<std::size_t> fit = maps_that_fit(d);
+    for (std::size_t i = 0; i < fit.size(); ++i)
+      for (std::size_t m = 0; m < fit[i]; ++m) out.emplace_back(i, m);
+    return out;
+  }
+  // A model run: the top report's maps of every (scenario, layer) first, so each grid cell links
+  // to one, then the next reports while the report holds fewer than Limits::map_cells cells.
   std::size_t cells = 0, most = 0;
   for (std::size_t i = 0; i < shown(d); ++i) most = std::max(most, d.scenarios[i].maps.size());
   for (std::size_t m = 0; m < most; ++m)
@@ -102,8 +108,15 @@ std::vector<Figure> model_maps(const ReportData& d) {
       const std::size_t need = std::size_t(s.maps[m].queries) * s.maps[m].keys * (d.heads + 1);
       if (m > 0 && cells + need > d.limits.map_cells) continue;
       cells += need;
-      for (std::uint32_t h = 0; h <= d.heads; ++h) maps.push_back(attention_map(d, i, m, h));
+      out.emplace_back(i, m);
     }
+  return out;
+}
+
+std::vector<Figure> model_maps(const ReportData& d) {
+  std::vector<Figure> maps;
+  for (const auto& [i, m] : drawn_maps(d))
+    for (std::uint32_t h = 0; h <= d.heads; ++h) maps.push_back(attention_map(d, i, m, h));
   return maps;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report/report.hpp"
@@ -54,8 +55,18 @@ std::string map_anchor(std::size_t si, std::size_t mi, std::uint32_t h);
 Figure attention_map(const ReportData& d, std::size_t si, std::size_t mi, std::uint32_t h);
 /// Attention schemes: per scenario drawn, how many of its maps (in top order) fit the cell budget.
 std::vector<std::size_t> maps_that_fit(const ReportData& d);
-/// Model runs: the maps drawn, every (scenario, layer)'s top report first.
+/// Every map the page draws as (scenario, map in top order), in page order: for an attention
+/// scheme each scenario's maps_that_fit, for a model run every (scenario, layer)'s top report
+/// first, then further reports while Limits::map_cells lasts.
+std::vector<std::pair<std::size_t, std::size_t>> drawn_maps(const ReportData& d);
+/// Model runs: the maps drawn (drawn_maps), every head's.
 std::vector<Figure> model_maps(const ReportData& d);
+
+// ---- head_view.cpp
+
+/// The interactive head view (bertviz's): the drawn maps once as a JSON blob, one inline script
+/// and its <section>; "" when the page draws no map (then the page holds no script at all).
+std::string head_view_section(const ReportData& d);
 
 // ---- sweep_figure.cpp
 

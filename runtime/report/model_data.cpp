@@ -21,6 +21,7 @@ ReportData build(const ModelSummary& m, Header header) {
     for (std::uint32_t l = 0; l < m.layers; ++l) {
       Scenario s;
       s.name = sc.name + " · layer " + std::to_string(l);
+      s.model_scenario = sc.name, s.layer = l;
       s.count = sc.reports;
       for (std::size_t h = 0; h < H1; ++h)
         for (std::size_t c = 0; c < C; ++c) s.context_mean.push_back(sc.ctx[(l * H1 + h) * C + c] / n);

@@ -1,22 +1,34 @@
 // The HTML page around the figures: the run's header table, one section per part of the report
 // (summary tables, seed's plots, distributions, attention, a model's layers, sweep, scaling) and
-// a footer. One offline file: figures inline, no script, no external resource.
+// a footer. One offline file: figures inline, no external resource; the only script is the head
+// view's (head_view.cpp, pages with maps), and the page reads the same without it.
 #include <algorithm>
 #include <utility>
 
 #include "report/figures.hpp"
+#include "report/svg.hpp"
 
 namespace headsep::report {
 namespace {
 
-constexpr const char* kCss = R"(body{font-family:'DejaVu Sans','Noto Sans','Noto Sans CJK KR','Nanum Gothic',sans-serif;margin:24px;color:#222;max-width:1600px}
+// The body's font is font_stack() (page_head), which the inline figures inherit.
+constexpr const char* kCss = R"(body{margin:24px;color:#222;max-width:1600px}
 h1{font-size:22px;margin:0 0 8px}h2{font-size:18px;margin:28px 0 6px;border-bottom:1px solid #ccc;padding-bottom:4px}h3{font-size:15px;margin:16px 0 4px}
 table{border-collapse:collapse;font-size:13px;margin:6px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}code{font-size:12px;word-break:break-all}
 .figs{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}svg.fig{border:1px solid #eee}p.note{color:#555;font-size:13px;max-width:900px}
 p.warn{color:#a00;font-size:13px}nav#toc{font-size:13px;margin:10px 0}nav#toc ul{display:inline;padding:0;margin:0 0 0 8px}
 nav#toc li{display:inline;margin-right:14px}details>summary{cursor:pointer;font-size:13px;color:#0057a0;margin:6px 0}
-h4.maprow{font-size:13px;margin:12px 0 4px}.figs.maprow{flex-wrap:nowrap;overflow-x:auto})";
+h4.maprow{font-size:13px;margin:12px 0 4px}.figs.maprow{flex-wrap:nowrap;overflow-x:auto}
+.hv-swatch{display:inline-block;width:10px;height:10px;margin:0 3px 0 10px}#hv-svg text.hv-query{cursor:pointer}#hv-svg{border:1px solid #eee})";
+
+// A figure inside the page: its font-family attribute dropped (the page names the same stack once;
+// ~110 bytes a figure, 11 KB on a model's page). --plot-svg files keep theirs.
+std::string inline_svg(const std::string& svg) {
+  const std::string attr = std::string(" font-family=\"") + font_stack() + "\"";
+  const auto at = svg.find(attr);
+  return at == std::string::npos ? svg : svg.substr(0, at) + svg.substr(at + attr.size());
+}
 
 std::string stats_row(const std::vector<std::string>& names, const Stats& st) {
   std::string r = "<tr>";
@@ -30,7 +42,7 @@ std::string stats_row(const std::vector<std::string>& names, const Stats& st) {
 std::string section_figs(const std::vector<Figure>& figs, const std::string& section) {
   std::string s = "<div class=\"figs\">\n";
   for (const auto& f : figs)
-    if (f.section == section) s += f.svg;
+    if (f.section == section) s += inline_svg(f.svg);
   return s + "</div>\n";
 }
 
@@ -45,7 +57,7 @@ std::string map_rows(const std::vector<Figure>& figs) {
       group = f.group, open = true;
       s += "<h4 class=\"maprow\">" + escape(group) + "</h4>\n<div class=\"figs maprow\">\n";
     }
-    s += f.svg;
+    s += inline_svg(f.svg);
   }
   return open ? s + "</div>\n" : s;
 }
@@ -77,7 +89,7 @@ std::string toc(const std::string& page) {
   static const std::pair<const char*, const char*> parts[] = {
       {"summary", "Summary"},       {"seed-plots", "The seed's plot"}, {"model", "Layer × head"},
       {"model-distributions", "Per head, over the reports"},           {"distributions", "Distributions"},
-      {"attention", "Attention"},   {"maps", "Attention maps"},        {"sweep-section", "Sweep"},
+      {"attention", "Attention"},   {"head-view", "Head view"},        {"maps", "Attention maps"},        {"sweep-section", "Sweep"},
       {"scaling", "Scaling"}};
   std::vector<std::pair<std::size_t, std::string>> found;
   for (const auto& [id, name] : parts)
@@ -94,7 +106,7 @@ std::string page_head(const ReportData& d) {
   const auto& h = d.header;
   std::string o = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>headsep report";
   if (!h.scenario_plugin.empty()) o += " — " + escape(h.scenario_plugin);
-  o += "</title>\n<style>\n" + std::string(kCss) + "\n</style>\n</head>\n<body>\n";
+  o += "</title>\n<style>\nbody{font-family:" + std::string(font_stack()) + "}\n" + kCss + "\n</style>\n</head>\n<body>\n";
   return o;
 }
 
@@ -165,6 +177,7 @@ std::string model_sections(const ReportData& d, const std::vector<Figure>& figs)
   std::size_t kept = 0, drawn = 0;
   for (std::size_t i = 0; i < shown(d); ++i) kept += d.scenarios[i].maps.size();
   for (const auto& f : figs) drawn += f.section == "maps";
+  o += head_view_section(d);
   o += "<section id=\"model-maps\">\n<h2 id=\"maps\">Attention maps of the top reports</h2>\n<p class=\"note\">Per "
        "scenario, the reports with the largest separation (the mean over layers and head pairs of the pair's context "
        "distance; the summary's <code>top</code> list, in its order), every layer and head, the first " +
@@ -190,7 +203,7 @@ std::string run_sections(const ReportData& d, const std::vector<Figure>& figs) {
   if (sketch) o += "<p class=\"note\">Quantiles from a relative-error sketch (0.5 %) where a scenario has more than 4,096 reports.</p>\n";
   o += "</section>\n";
   o += "<section id=\"seed-plots\">\n<h2>The seed's plot</h2>\n<p class=\"note\">Per scenario, the contexts on the two "
-       "context axes: the grey point is the single-head baseline, the blue triangle head 1, the orange square head 2 "
+       "context axes: the grey ring is the single-head baseline, the blue triangle head 1, the orange square head 2 "
        "(further heads: further colour and shape pairs). The farther apart the heads, the more clearly they read "
        "different relations; the dashed line is that distance, head_separation. All plots share their axes.</p>\n";
   if (d.scenarios.size() > shown(d))
@@ -210,6 +223,7 @@ std::string attention_section(const ReportData& d, const std::vector<Figure>& fi
   std::size_t drawn = 0, kept = 0;
   for (const auto& f : figs) drawn += f.section == "maps";
   for (std::size_t i = 0; i < shown(d); ++i) kept += d.scenarios[i].maps.size();
+  o += head_view_section(d);
   o += "<h3 id=\"maps\">Attention maps of the top reports</h3>\n<p class=\"note\">Per scenario, the " +
        std::to_string(d.limits.map_reports) +
        " reports with the largest head_separation over the whole run (the summary's top list, <code>--top</code>), in "
@@ -272,7 +286,10 @@ std::string html(const ReportData& d, const std::vector<Figure>& figs) {
   if (d.scaling) o += scaling_section(*d.scaling, figs);
   o = page_head(d) + header_table(d) + toc(o) + o;
   o += "<footer><p class=\"note\">Written by headsep " + escape(d.header.version) +
-       "; offline: no scripts, no external resources. Every figure is also available as SVG with --plot-svg.</p></footer>\n";
+       "; offline: no external resources" +
+       (o.find("<script") != std::string::npos ? "; one inline script, the head view's (the page reads the same without it)"
+                                                 : ", no scripts") +
+       ". Every figure is also available as SVG with --plot-svg.</p></footer>\n";
   return o + "</body>\n</html>\n";
 }
 

@@ -86,6 +86,10 @@ struct Scenario {
   // Model runs only (one Scenario per model scenario and layer): per head 1..H the distribution
   // over reports of its separation (mean distance to the layer's other heads).
   std::vector<Stats> head_separation;
+  /// Model runs: the model scenario this layer belongs to and the layer (the head view groups a
+  /// report's layers by them); "" and 0 for every other run.
+  std::string model_scenario;
+  std::uint32_t layer = 0;
 };
 
 /// A parameter sweep: per value, per scenario, statistics of head_separation.
@@ -205,7 +209,8 @@ struct Figure {
 
 /// Every figure of the report, in reading order.
 std::vector<Figure> figures(const ReportData& data);
-/// The whole HTML document (figures inline, no script, no external resource).
+/// The whole HTML document (figures inline, no external resource; pages with maps hold the head
+/// view's one inline script and read the same without it).
 std::string html(const ReportData& data, const std::vector<Figure>& figs);
 /// A figure as a standalone SVG file (XML prolog, namespace).
 std::string standalone_svg(const Figure& fig);

@@ -48,7 +48,9 @@ std::string seed_legend(const ReportData& d, double W, const std::string& mean_n
     const std::string name = d.heads > 8 && h ? "h" + std::to_string(h) : head_label(h);
     const double wdt = (d.heads > 8 && h ? 24 : 30) + 6.8 * double(name.size());
     if (lx + wdt > W - 8) lx = 8, ly += 18;
-    o += "<g class=\"legend-item\">" + glyph(h, lx + 6, ly - 4, h ? 5 : 4.5, "class=\"legend-marker\"") + "</path>" +
+    o += "<g class=\"legend-item\">" +
+         (h ? glyph(h, lx + 6, ly - 4, 5, "class=\"legend-marker\"") : baseline_ring(lx + 6, ly - 4, 4, "class=\"legend-marker\"")) +
+         "</path>" +
          text(lx + 15, ly, escape(name)) + "</g>\n";
     lx += wdt;
   }
@@ -147,13 +149,15 @@ Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
       const double len = std::hypot(dx, dy);
       wants.push_back({mx, my, len > 0 ? -dy / len : 0, len > 0 ? dx / len : -1, label});
     }
-    for (std::uint32_t h = 0; h <= d.heads; ++h) {
+    // Heads 1..H, then the baseline above them as a ring: it hid under heads at the same place
+    // (a model's layer 0); a ring stays visible there and lets the head show through.
+    for (std::uint32_t k = 1; k <= d.heads + 1; ++k) {
+      const std::uint32_t h = k % (d.heads + 1);
       const double x = ctx(c, axes, h, 0), y = ctx(c, axes, h, 1);
       marks.push_back({X(h), Y(h)});
-      g += glyph(h, X(h), Y(h), h ? 6 : 5,
-                 "class=\"marker head-" + std::to_string(h) + "\" data-head=\"" + std::to_string(h) + "\" data-x=\"" +
-                     exact(x) + "\" data-y=\"" + exact(y) + "\"",
-                 opacity, outlined) +
+      const std::string attrs = "class=\"marker head-" + std::to_string(h) + "\" data-head=\"" + std::to_string(h) +
+                                "\" data-x=\"" + exact(x) + "\" data-y=\"" + exact(y) + "\"";
+      g += (h ? glyph(h, X(h), Y(h), 6, attrs, opacity, outlined) : baseline_ring(X(h), Y(h), 5, attrs, opacity)) +
            "<title>" + escape(head_label(h) + " (" + what + " " + id + "): (" + number(x, 4) + ", " + number(y, 4) + ")") +
            "</title></path>\n";
     }

@@ -139,8 +139,6 @@ Marker marker(std::uint32_t h) {
 
 namespace {
 
-constexpr const char* kFont =
-    "'DejaVu Sans','Noto Sans','Noto Sans CJK KR','Nanum Gothic','Malgun Gothic','Apple SD Gothic Neo',sans-serif";
 
 // Shape outline around (0, 0), about 2r across.
 std::string shape_path(const std::string& shape, double r) {
@@ -192,8 +190,12 @@ std::string exact(double v) {
 
 std::string svg_open(const std::string& id, const std::string& cls, double w, double h, const std::string& extra) {
   return "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" + id + "\" class=\"fig " + cls + "\" width=\"" + px(w) +
-         "\" height=\"" + px(h) + "\" viewBox=\"0 0 " + px(w) + " " + px(h) + "\" font-family=\"" + kFont +
+         "\" height=\"" + px(h) + "\" viewBox=\"0 0 " + px(w) + " " + px(h) + "\" font-family=\"" + font_stack() +
          "\" font-size=\"11\"" + extra + ">\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+}
+
+const char* font_stack() {
+  return "'DejaVu Sans','Noto Sans','Noto Sans CJK KR','Nanum Gothic','Malgun Gothic','Apple SD Gothic Neo',sans-serif";
 }
 
 std::string text(double x, double y, const std::string& escaped, const std::string& attrs) {
@@ -220,6 +222,14 @@ std::string glyph(std::uint32_t h, double x, double y, double r, const std::stri
   return "<path " + attrs + " d=\"" + shape_path(m.shape, r) + "\" transform=\"translate(" + px(x) + "," + px(y) +
          ")\" fill=\"" + m.colour + "\"" + (opacity < 1 ? " fill-opacity=\"" + px(opacity) + "\"" : "") +
          (stroke != "none" ? " stroke=\"" + stroke + "\" stroke-width=\"1.2\"" : "") + ">";
+}
+
+// The baseline as a ring: its stroke in the baseline's colour, a light fill of it inside.
+std::string baseline_ring(double x, double y, double r, const std::string& attrs, double opacity) {
+  const std::string c = marker(0).colour;
+  return "<path " + attrs + " d=\"" + shape_path(marker(0).shape, r) + "\" transform=\"translate(" + px(x) + "," + px(y) +
+         ")\" fill=\"" + c + "\" fill-opacity=\"" + px(0.3 * opacity) + "\" stroke=\"" + c + "\" stroke-width=\"2.5\"" +
+         (opacity < 1 ? " stroke-opacity=\"" + px(opacity) + "\"" : "") + ">";
 }
 
 // Axis ticks, grid and labels for a horizontal axis at y = y0 spanning rows [top, y0].

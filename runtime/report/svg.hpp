@@ -15,6 +15,9 @@ std::string px(double v);
 /// Full precision for data-* attributes (tests read them back).
 std::string exact(double v);
 
+/// The font stack of every figure (CJK fonts on Linux, Windows and macOS named; docs/REPORTS.md):
+/// each <svg> names it, the HTML page names it once for the page (and drops it from its figures).
+const char* font_stack();
 /// Opens a figure's <svg> element (font, size, white background); `extra` adds attributes.
 std::string svg_open(const std::string& id, const std::string& cls, double w, double h, const std::string& extra = "");
 std::string text(double x, double y, const std::string& escaped, const std::string& attrs = "");
@@ -28,6 +31,11 @@ std::string head_short(std::uint32_t h);
 /// The <path> is left open: the caller adds a <title> or closes it.
 std::string glyph(std::uint32_t h, double x, double y, double r, const std::string& attrs, double opacity = 1,
                   bool outlined = false);
+
+/// The single-head baseline as the seed plot draws it, after the heads: a ring of its grey (r the
+/// ring's centre line, stroke 2.5 px) with a light fill, so that it stays visible on a head at the
+/// same place and the head shows through it. Left open like glyph().
+std::string baseline_ring(double x, double y, double r, const std::string& attrs, double opacity = 1);
 
 /// Axis ticks, grid and labels for a horizontal axis at y = y0 spanning rows [top, y0].
 std::string x_axis(const Ticks& t, const Scale& sx, double top, double y0, const std::string& title, double title_x);

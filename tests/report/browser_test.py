@@ -8,7 +8,7 @@ report offline, and this test checks what it rendered.
   - a screenshot of each is not blank;
   - in the seed plot, the markers sit where the seed's contexts put them: read back from the
     rendered DOM (marker positions mapped through the drawn axis ticks) and from the pixels of a
-    screenshot of the standalone SVG (centroid of the blue triangle / orange square / grey point).
+    screenshot of the standalone SVG (centroid of the blue triangle / orange square / grey ring).
 
 Usage: browser_test.py HEADSEP_BINARY SOURCE_DIR. Exit 77 (CTest: skipped) with a loud message
 when Chromium is not installed; never a silent pass.
@@ -281,8 +281,11 @@ document.getElementById("out").textContent = JSON.stringify({chars: chars.length
 
 
 def collision_check(tmp, pages):
-    """In the rendered seed plots (the example, the 100k run, the model's layers), no label's box
-    meets a marker's or another label's (getBoundingClientRect in Chromium, 1 px tolerance)."""
+    """In the rendered seed plots (the example, the 100k run, the model's layers, a run whose
+    baseline and heads coincide), no label's box
+    meets a marker's or another label's (getBoundingClientRect in Chromium, 1 px tolerance), and
+    every baseline of an opaque point set keeps some of its box uncovered by the opaque head
+    markers painted after it."""
     svgs = []
     for path in pages:
         svgs += re.findall(r'<svg[^>]*class="fig seed-plot".*?</svg>', open(path, encoding="utf-8").read(), re.S)
@@ -302,21 +305,56 @@ for (const svg of document.querySelectorAll("svg.seed-plot")) {
     ls.slice(i + 1).forEach(([u, q]) => { if (meets(r, q)) hits.push(svg.dataset.id + ": '" + t + "' on '" + u + "'"); });
   });
 }
-document.getElementById("out").textContent = JSON.stringify({plots: document.querySelectorAll("svg.seed-plot").length, labels, hits});
+// The grey baseline must keep some area that no opaque head marker painted after it covers (it
+// hid under the heads in a model's layer-0 plot): of 9 x 9 points of its box, a quarter free.
+let baselines = 0, freest = 81;
+const opaque = e => !e.hasAttribute("fill-opacity");
+for (const svg of document.querySelectorAll("svg.seed-plot")) {
+  const ms = [...svg.querySelectorAll("path.marker")];
+  ms.forEach((m, i) => {
+    if (m.dataset.head !== "0" || ![...m.parentNode.querySelectorAll("path.marker")].some(o => o.dataset.head !== "0" && opaque(o)))
+      return;  // a faded set's baseline (its heads are faded too)
+    baselines++;
+    const b = m.getBoundingClientRect();
+    const over = ms.slice(i + 1).filter(o => o.dataset.head !== "0" && opaque(o)).map(o => o.getBoundingClientRect());
+    let free = 0;
+    for (let a = 0; a < 9; a++)
+      for (let c = 0; c < 9; c++) {
+        const x = b.left + (a + 0.5) * b.width / 9, y = b.top + (c + 0.5) * b.height / 9;
+        free += !over.some(r => x > r.left && x < r.right && y > r.top && y < r.bottom);
+      }
+    freest = Math.min(freest, free);
+    if (free < 20) hits.push(svg.dataset.id + ": the baseline of " + m.parentNode.dataset.report + " is under the heads (" + free + "/81 free)");
+  });
+}
+document.getElementById("out").textContent = JSON.stringify({plots: document.querySelectorAll("svg.seed-plot").length, labels,
+                                                             baselines, freest, hits});
 </script>""")
     dom, _ = browse("file://" + page, tmp, ["--dump-dom"])
     m = re.search(r'<pre id="out">([^<]*)</pre>', dom)
     check(m is not None, "labels: the measuring page ran")
     if m:
         r = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&#39;", "'"))
-        check(r["labels"] > 0 and not r["hits"], f"labels: {r['labels']} labels in {r['plots']} seed plots meet no marker "
-              f"and no other label" + (f" ({r['hits'][:3]})" if r["hits"] else ""))
+        check(r["labels"] > 0 and r["baselines"] > 0 and not r["hits"],
+              f"labels: {r['labels']} labels in {r['plots']} seed plots meet no marker and no other label; "
+              f"{r['baselines']} baselines keep an area no head covers (at least {r['freest']}/81 of the box)" + (f" ({r['hits'][:3]})" if r["hits"] else ""))
+
+
+def coincident_run(tmp):
+    """A CSV whose heads weigh the tokens as the baseline does: baseline and heads at one point."""
+    csv = os.path.join(tmp, "same.csv")
+    with open(csv, "w", encoding="utf-8") as f:
+        f.write("report_id,scenario,token,decision_axis,evidence_axis,condition_axis,single_weight,head1_weight,"
+                "head2_weight\nr1,same,a,1,0,0.5,0.7,0.7,0.7\nr1,same,b,0,1,0.2,0.3,0.3,0.3\n")
+    page = os.path.join(tmp, "same.html")
+    run(["run", "--input", csv, "-q", "--report-html", page])
+    return page
 
 
 def finish_checks(tmp, doms, ex, att, mod):
     """Tokens and tofu, label collisions, hover values, the table of contents, page weight."""
     glyph_check(tmp, ex)
-    collision_check(tmp, [p for p in doms if p != att])
+    collision_check(tmp, [p for p in doms if p != att] + [coincident_run(tmp)])
     toks = by_id(doms[ex]).get("seed-tokens")
     check(toks is not None and "정지결정" in toks["text"] and "복귀조건" in toks["text"],
           "example: the page lists the seed's tokens (정지결정, 압력이상, 복귀조건)")
@@ -401,8 +439,11 @@ def main():
             # Offline: nothing in the page refers to another file or host.
             ext = [e for e in els if any(k in e["attrs"] and re.match(r"(https?:|//|file:)", e["attrs"][k] or "")
                                          for k in ("src", "href"))]
-            check(not ext and not any(e["tag"] in ("script", "link", "img", "iframe") for e in els),
-                  f"{name}: no scripts, links or external resources")
+            scripts = [e for e in els if e["tag"] == "script"]
+            inline = [e for e in scripts if "src" not in e["attrs"]] if path in (att, mod) else []
+            check(not ext and not any(e["tag"] in ("link", "img", "iframe") for e in els) and len(inline) == len(scripts)
+                  and len(scripts) == (2 if path in (att, mod) else 0),
+                  f"{name}: no links or external resources; scripts: only the head view's, inline ({len(scripts)})")
             png = os.path.join(tmp, name + ".png")
             browse("file://" + path, tmp, ["--screenshot=" + png, "--window-size=1024,1024"])
             not_blank(png, name)
