@@ -5,7 +5,8 @@
 // Lexicon: CSV, header `word,AXIS1,AXIS2,...`, then one word per line with its values. Words are
 // normalised as the tokenizer normalises text (lower case, accents stripped, Hangul decomposed),
 // so `Café` and `cafe` are one entry; an entry must be one word after that. Every token of a word
-// gets the word's values; words not in the lexicon, [CLS] and [SEP] get 0.
+// gets the word's values; words not in the lexicon, [CLS] and [SEP] get 0. BPE models: a word is
+// a pre-tokenizer piece without its marker (Ġ / ▁), case kept (docs/MODEL.md).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -129,10 +130,11 @@ class Tokenizer {
     f.insert(f.end(), axes_.begin(), axes_.end());
     return f;
   }
-  const headsep::WordPiece& wordpiece() const noexcept { return mt_->wordpiece; }
+  /// The model's tokenizer (WordPiece or BPE, headsep/tokenizer.hpp).
+  const headsep::TextTokenizer& tokenizer() const noexcept { return *mt_->tokenizer; }
 
   /// Tokenizes; throws headsep::Error on invalid UTF-8 (the caller adds file and line).
-  void encode(std::string_view text, headsep::Encoding& e) const { mt_->wordpiece.encode(text, e); }
+  void encode(std::string_view text, headsep::Encoding& e) const { mt_->tokenizer->encode(text, e); }
 
   /// Axis values of the word token i came from (nullptr: not in the lexicon / special token).
   const double* values(const headsep::Encoding& e, std::size_t i) const {
@@ -225,7 +227,7 @@ struct ChunkBuilder {
       status.push_back(st);
       const double* v = tk.values(enc, i);
       for (std::size_t a = 0; a < axis.size(); ++a) axis[a].push_back(v ? v[a] : 0.0);
-      if (names) tokens.push_back(tk.wordpiece().token(enc.ids[i]));
+      if (names) tokens.push_back(tk.tokenizer().token(enc.ids[i]));
     }
     offsets.push_back(ids.size());
   }

@@ -39,7 +39,7 @@ CLI::App* add_tokenize(CLI::App& app, TokenizeArgs& t) {
 namespace {
 
 /// One text's line: {"index", ["report_id",] "ids", "tokens", "truncated"}.
-std::string encode_line(const WordPiece& wp, std::uint64_t index, const std::string* id, std::string_view text,
+std::string encode_line(const TextTokenizer& wp, std::uint64_t index, const std::string* id, std::string_view text,
                         Encoding& e) {
   wp.encode(text, e);
   std::string o = "{\"index\":" + std::to_string(index);
@@ -74,7 +74,7 @@ int tokenize_cmd(const TokenizeArgs& t) {
   std::uint64_t index = 0;
   for (const auto& text : t.texts) {
     try {
-      out.write(encode_line(mt.wordpiece, index, nullptr, text, e));
+      out.write(encode_line(*mt.tokenizer, index, nullptr, text, e));
     } catch (const Error& err) {
       throw Error("--text " + std::to_string(index + 1) + ": " + err.what());
     }
@@ -113,7 +113,7 @@ int tokenize_cmd(const TokenizeArgs& t) {
       }
     }
     try {
-      out.write(encode_line(mt.wordpiece, index, has_id ? &id : nullptr, text, e));
+      out.write(encode_line(*mt.tokenizer, index, has_id ? &id : nullptr, text, e));
     } catch (const Error& err) {
       throw InputError(in_name, line_no, "", err.what());
     }
