@@ -86,6 +86,25 @@ TEST_CASE("tokenizer.json BPE: the ids of tokenizers on every fixture text", "[m
   CHECK(ModelTokenizer::load(kFixtures / "tok_llama").truncation.tokens == 2048);
 }
 
+TEST_CASE("byte-fallback BPE: a merge across the word marker turns off the cut at markers, same ids",
+          "[model][tokenizer][bpe]") {
+  // "Q▁" (Q before a space never occurs in the fixture texts) as the last merge: words can no longer
+  // be cut apart at '▁' before BPE, so whole texts go through the merge loop; every id stays.
+  json j = json::parse(testutil::read_file((kFixtures / "tok_llama/tokenizer.json").string()));
+  j["model"]["vocab"]["Q▁"] = 1000;
+  j["model"]["merges"].push_back({"Q", "▁"});
+  const auto tok = tokenizer_from_json(j.dump(), "crossing.json", 2048);
+  CHECK(check_all(*tok, kFixtures / "tok_llama/expected.jsonl") >= 150);
+  Encoding e;
+  tok->encode("Stop decision", e);
+  CHECK(e.words == std::vector<std::string>{"Stop", "decision"});
+  tok->encode("Q Q", e);
+  REQUIRE(e.ids.size() == 4);  // <s> ▁ Q▁ Q: the merge fired across the words, each token in its word
+  CHECK(tok->token(e.ids[2]) == "Q▁");
+  CHECK(e.words == std::vector<std::string>{"Q", "Q"});
+  CHECK(e.word == std::vector<std::uint32_t>{Encoding::kNoWord, 0, 0, 1});
+}
+
 TEST_CASE("tokenizer.json WordPiece: MiniLM's ids, the same as its vocab.txt", "[model][tokenizer]") {
   const fs::path dir = testutil::model_dir();
   const auto tok = tokenizer_from_json_file(dir / "tokenizer.json", 128);
