@@ -43,14 +43,6 @@ std::string utf8_of(std::uint32_t c) {
   return s;
 }
 
-/// Length of the UTF-8 sequence starting with byte c (the text is valid UTF-8 here).
-std::size_t utf8_len(unsigned char c) noexcept { return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; }
-std::uint32_t decode_at(const unsigned char* s, std::size_t len) noexcept {
-  if (len == 1) return s[0];
-  std::uint32_t c = s[0] & (0x7F >> len);
-  for (std::size_t k = 1; k < len; ++k) c = (c << 6) | (s[k] & 0x3Fu);
-  return c;
-}
 
 std::uint64_t mix(std::uint64_t x) noexcept {
   x ^= x >> 33;

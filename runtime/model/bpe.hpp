@@ -3,6 +3,7 @@
 // of tokenizers' priority queue), over either the word's bytes mapped to GPT-2's byte alphabet
 // (byte-level) or its characters with <0xXX> byte fallback and <unk> (Llama style).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -10,6 +11,15 @@
 #include <vector>
 
 namespace headsep::bpe {
+
+/// Length of the UTF-8 sequence starting with byte c, and its code point (the text is valid UTF-8).
+inline std::size_t utf8_len(unsigned char c) noexcept { return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; }
+inline std::uint32_t decode_at(const unsigned char* s, std::size_t len) noexcept {
+  if (len == 1) return s[0];
+  std::uint32_t c = s[0] & (0x7F >> len);
+  for (std::size_t k = 1; k < len; ++k) c = (c << 6) | (s[k] & 0x3Fu);
+  return c;
+}
 
 /// One token of a word: its id and the byte offset in the word where it starts.
 struct Piece {

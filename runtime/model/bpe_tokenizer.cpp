@@ -15,13 +15,6 @@
 namespace headsep::bpe {
 namespace {
 
-std::size_t utf8_len(unsigned char c) noexcept { return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4; }
-std::uint32_t decode_at(const unsigned char* s, std::size_t len) noexcept {
-  if (len == 1) return s[0];
-  std::uint32_t c = s[0] & (0x7F >> len);
-  for (std::size_t k = 1; k < len; ++k) c = (c << 6) | (s[k] & 0x3Fu);
-  return c;
-}
 
 /// Unicode White_Space (Rust's char::is_whitespace, Oniguruma's \s).
 bool is_space(std::uint32_t c) noexcept {
@@ -42,6 +35,10 @@ Cls class_of(std::uint32_t c) noexcept {
     case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO: return kNumber;
     default: return kOther;
   }
+}
+bool is_punct(std::uint32_t c) noexcept {
+  const auto k = utf8proc_category(static_cast<utf8proc_int32_t>(c));
+  return k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO;
 }
 bool is_alnum(std::uint32_t c) noexcept { const Cls k = class_of(c); return k == kLetter || k == kNumber; }
 
@@ -244,7 +241,8 @@ class BpeTokenizer final : public TextTokenizer {
     marked(v.substr(start), out);
   }
 
-  /// A word's text for the lexicon: markers as spaces, surrounding whitespace trimmed; empty -> no word.
+  /// A word's text for the lexicon: markers as spaces, surrounding whitespace trimmed (empty -> no
+  /// word), then surrounding punctuation unless the word is only punctuation.
   std::uint32_t add_word(std::string_view w, Encoding& out) const {
     std::string t;
     for (std::size_t i = 0; i < w.size();) {
@@ -256,6 +254,10 @@ class BpeTokenizer final : public TextTokenizer {
     while (lo < hi) { const std::size_t l = utf8_len(b[lo]); if (!is_space(decode_at(b + lo, std::min(l, hi - lo)))) break; lo += l; }
     while (hi > lo) { std::size_t k = hi - 1; while (k > lo && (b[k] & 0xC0) == 0x80) --k; if (!is_space(decode_at(b + k, hi - k))) break; hi = k; }
     if (lo == hi) return Encoding::kNoWord;
+    std::size_t plo = lo, phi = hi;  // then punctuation ("reset." -> "reset"), unless that is all
+    while (plo < phi) { const std::size_t l = utf8_len(b[plo]); if (!is_punct(decode_at(b + plo, std::min(l, phi - plo)))) break; plo += l; }
+    while (phi > plo) { std::size_t k = phi - 1; while (k > plo && (b[k] & 0xC0) == 0x80) --k; if (!is_punct(decode_at(b + k, phi - k))) break; phi = k; }
+    if (plo < phi) lo = plo, hi = phi;
     out.words.emplace_back(t, lo, hi - lo);
     return static_cast<std::uint32_t>(out.words.size() - 1);
   }

@@ -138,6 +138,9 @@ TEST_CASE("BPE words for the lexicon: pieces without their marker, case kept", "
   CHECK(e.word[0] == Encoding::kNoWord);
   CHECK(llama->token(e.ids[1]).rfind("▁", 0) == 0);
   CHECK(e.word[1] == 0);
+  // No pre-tokenizer split at punctuation: the word is trimmed of it, unless it is only punctuation.
+  llama->encode("alarm reset. (P-7) :", e);
+  CHECK(e.words == std::vector<std::string>{"alarm", "reset", "P-7", ":"});
   // A lexicon entry is one word: the same text alone gives one word.
   llama->encode("stop", e);
   CHECK(e.words == std::vector<std::string>{"stop"});
