@@ -8,6 +8,7 @@
 // gets the word's values; words not in the lexicon, [CLS] and [SEP] get 0. BPE models: a word is
 // a pre-tokenizer piece without its marker (Ġ / ▁), case kept (docs/MODEL.md).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -202,7 +203,8 @@ class Tokenizer {
 
 /// One chunk's tokenized reports, written out once every report is known (offsets come first).
 /// Feature text_status, on every token of a report: 0, kTruncated (the text was cut at the
-/// truncation length) or kEmpty (no token but [CLS] [SEP]: empty or whitespace-only text).
+/// truncation length) or kEmpty (no token of a word: [CLS] [SEP] only, or for BPE the template's,
+/// whitespace and special tokens only: an empty or whitespace-only text).
 struct ChunkBuilder {
   static constexpr double kTruncated = 1, kEmpty = 2;
   std::vector<std::uint64_t> offsets{0};
@@ -221,7 +223,9 @@ struct ChunkBuilder {
   }
   /// Appends the encoding just made in `enc`.
   void add(const Tokenizer& tk, bool names) {
-    const double st = enc.truncated ? kTruncated : enc.ids.size() <= 2 ? kEmpty : 0.0;  // (max_tokens=2: truncated)
+    // Empty: no token of a word (WordPiece: [CLS] [SEP] only; BPE: the template's, whitespace, specials).
+    const bool empty = std::all_of(enc.word.begin(), enc.word.end(), [](std::uint32_t w) { return w == headsep::Encoding::kNoWord; });
+    const double st = enc.truncated ? kTruncated : empty ? kEmpty : 0.0;  // (max_tokens=2: truncated)
     for (std::size_t i = 0; i < enc.ids.size(); ++i) {
       ids.push_back(enc.ids[i]);
       status.push_back(st);
