@@ -20,7 +20,7 @@ CLI::App* add_tokenize(CLI::App& app, TokenizeArgs& t) {
   auto* c = app.add_subcommand("tokenize",
                                "Token ids and tokens of texts with a model folder's tokenizer, as JSON lines "
                                "{index, ids, tokens, truncated}");
-  c->add_option("--model", t.model, "Model folder (config.json, vocab.txt; tokenizer.json / tokenizer_config.json when present)")
+  c->add_option("--model", t.model, "Model folder (config.json, and tokenizer.json or vocab.txt; tokenizer_config.json when present)")
       ->required();
   c->add_option("input", t.input,
                 "Texts, one per line (a trailing CR dropped); .jsonl/.json: objects with \"text\" (and optional "
@@ -30,7 +30,7 @@ CLI::App* add_tokenize(CLI::App& app, TokenizeArgs& t) {
       ->check(CLI::IsMember({"auto", "lines", "jsonl"}))
       ->capture_default_str();
   c->add_option("--max-tokens", t.max_tokens,
-                "Tokens per text incl. [CLS]/[SEP], longer texts truncated (0 = the folder's truncation length)")
+                "Tokens per text incl. [CLS]/[SEP] (BPE: the template's, e.g. <s>), longer texts truncated (0 = the folder's truncation length)")
       ->capture_default_str();
   c->add_option("--output,-o", t.output, "Write to this file (atomically) instead of stdout");
   return c;

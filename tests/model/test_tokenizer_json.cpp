@@ -8,7 +8,9 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <random>
 #include <string>
+#include <thread>
 
 #include "headsep/error.hpp"
 #include "headsep/model_tokenizer.hpp"
@@ -103,6 +105,46 @@ TEST_CASE("byte-fallback BPE: a merge across the word marker turns off the cut a
   CHECK(tok->token(e.ids[2]) == "Q▁");
   CHECK(e.words == std::vector<std::string>{"Q", "Q"});
   CHECK(e.word == std::vector<std::uint32_t>{Encoding::kNoWord, 0, 0, 1});
+}
+
+TEST_CASE("BPE: random texts give the same ids on every thread, cached or not", "[model][tokenizer][bpe]") {
+  // Random code points (ASCII, Latin, Hangul, emoji, marks, spaces) through each BPE fixture: four
+  // threads at once, each text twice (the second from the per-thread word cache), and a second
+  // tokenizer (another cache): every result the same as the first thread's first pass.
+  std::mt19937 rng(26);
+  const std::uint32_t ranges[][2] = {{0x20, 0x7e}, {0xc0, 0x17f}, {0xac00, 0xac40}, {0x1f600, 0x1f610}, {0x300, 0x30f}, {0x2000, 0x200b}};
+  std::vector<std::string> texts(200);
+  for (auto& t : texts)
+    for (int k = int(rng() % 60); k > 0; --k) {
+      const auto& r = ranges[rng() % 6];
+      std::uint32_t c = r[0] + rng() % (r[1] - r[0] + 1);
+      if (rng() % 4 == 0) c = ' ';
+      if (c < 0x80) t += char(c);
+      else if (c < 0x800) t += char(0xC0 | (c >> 6)), t += char(0x80 | (c & 0x3F));
+      else if (c < 0x10000) t += char(0xE0 | (c >> 12)), t += char(0x80 | ((c >> 6) & 0x3F)), t += char(0x80 | (c & 0x3F));
+      else t += char(0xF0 | (c >> 18)), t += char(0x80 | ((c >> 12) & 0x3F)), t += char(0x80 | ((c >> 6) & 0x3F)), t += char(0x80 | (c & 0x3F));
+    }
+  for (const char* name : {"tok_gpt2", "tok_llama", "tok_metaspace"}) {
+    INFO(name);
+    const auto file = kFixtures / name / "tokenizer.json";
+    const auto a = tokenizer_from_json_file(file, 4096), b = tokenizer_from_json_file(file, 4096);
+    std::vector<std::vector<std::uint32_t>> want(texts.size());
+    Encoding e;
+    for (std::size_t i = 0; i < texts.size(); ++i) a->encode(texts[i], e), want[i] = e.ids;
+    std::vector<int> bad(4, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        Encoding x;
+        for (int pass = 0; pass < 2; ++pass)
+          for (std::size_t i = 0; i < texts.size(); ++i) {
+            (t % 2 ? *a : *b).encode(texts[i], x);
+            bad[t] += x.ids != want[i];
+          }
+      });
+    for (auto& th : threads) th.join();
+    CHECK(bad == std::vector<int>(4, 0));
+  }
 }
 
 TEST_CASE("tokenizer.json WordPiece: MiniLM's ids, the same as its vocab.txt", "[model][tokenizer]") {
