@@ -8,7 +8,7 @@
 // Files read (docs/MODEL.md, "Tokenizer"):
 //  - config.json (required): vocab_size (= the rows of the embedding table, which BertModel::load
 //    checks) and max_position_embeddings;
-//  - vocab.txt (required): one entry per line, each valid UTF-8, no repeats, and as many entries
+//  - vocab.txt (WordPiece, unless tokenizer.json describes it; BPE needs none): one entry per line, each valid UTF-8, no repeats, and as many entries
 //    as vocab_size. Fewer entries than rows (a checkpoint whose table is padded) only when the
 //    folder's tokenizer.json lists the same vocabulary, entry for entry; more are refused (an
 //    extra line shifts every later id);
