@@ -16,6 +16,7 @@
 #include "headsep/attention.hpp"
 #include "headsep/bert.hpp"
 #include "headsep/kernels.hpp"
+#include "headsep/tokenizer.hpp"
 #include "headsep/wordpiece.hpp"
 #include "kernels/attention_simd.hpp"
 
@@ -59,6 +60,46 @@ void BM_wordpiece(benchmark::State& state) {
   state.SetLabel(state.range(0) ? "accents+Korean" : "English ops reports");
 }
 BENCHMARK(BM_wordpiece)->Arg(0)->Arg(1);
+
+// The tokenizer.json tokenizers (headsep/tokenizer.hpp), one thread, target >= 1 M tokens/s each:
+// MiniLM's WordPiece, and the committed fixtures' byte-level BPE (GPT-2 style) and byte-fallback
+// BPEs (Llama: Prepend + Replace; Metaspace) trained on tests/model/fixtures/tok_corpus.txt, on
+// the English ops texts above (arg 1 = 0) and on fresh words (arg 1 = 1: random letter strings,
+// every word a miss of the per-thread word cache, so the merge loop itself is measured). The
+// fixtures' vocabularies are small (~1000): more tokens per byte than GPT-2's or Llama's; MB/s
+// is the rate to compare across vocabularies.
+void BM_tokenizer_json(benchmark::State& state) {
+  const std::filesystem::path fixtures = std::filesystem::path(HEADSEP_SOURCE_DIR) / "tests/model/fixtures";
+  const std::filesystem::path files[] = {g_model / "tokenizer.json", fixtures / "tok_gpt2/tokenizer.json",
+                                         fixtures / "tok_llama/tokenizer.json", fixtures / "tok_metaspace/tokenizer.json"};
+  const char* labels[] = {"WordPiece (MiniLM)", "byte-level BPE (GPT-2 style)", "byte-fallback BPE (Llama, Prepend+Replace)",
+                          "byte-fallback BPE (Metaspace)"};
+  const auto tok = headsep::tokenizer_from_json_file(files[state.range(0)], 1u << 20);
+  std::vector<std::string> v = texts(false);
+  if (state.range(1) == 1) {  // 4096 texts x 40 words: more distinct words than the cache keeps (65 536)
+    std::mt19937 rng(11);
+    v.resize(4096);
+    for (auto& t : v) {
+      t.clear();
+      for (int w = 0; w < 40; ++w) {
+        for (int k = 3 + int(rng() % 8); k > 0; --k) t += char('a' + rng() % 26);
+        t += ' ';
+      }
+    }
+  }
+  headsep::Encoding e;
+  std::size_t tokens = 0, bytes = 0, i = 0;
+  for (auto _ : state) {
+    const std::string& t = v[i++ % v.size()];
+    tok->encode(t, e);
+    tokens += e.ids.size();
+    bytes += t.size();
+  }
+  state.counters["tokens/s"] = benchmark::Counter(double(tokens), benchmark::Counter::kIsRate);
+  state.counters["MB/s"] = benchmark::Counter(double(bytes) / 1e6, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(labels[state.range(0)]) + (state.range(1) ? ", fresh words" : ", English ops reports"));
+}
+BENCHMARK(BM_tokenizer_json)->ArgsProduct({{0, 1, 2, 3}, {0, 1}});
 
 // The encoder's four products per layer (tokens x K x N: QKV 384x1152, output 384x384, FFN
 // 384x1536 and 1536x384 for MiniLM), 512 tokens as one group: the packed-panel kernel the model

@@ -8,11 +8,12 @@
 // Files read (docs/MODEL.md, "Tokenizer"):
 //  - config.json (required): vocab_size (= the rows of the embedding table, which BertModel::load
 //    checks) and max_position_embeddings;
-//  - vocab.txt (required): one entry per line, each valid UTF-8, no repeats, and as many entries
+//  - vocab.txt (WordPiece, unless tokenizer.json describes it; BPE needs none): one entry per line, each valid UTF-8, no repeats, and as many entries
 //    as vocab_size. Fewer entries than rows (a checkpoint whose table is padded) only when the
 //    folder's tokenizer.json lists the same vocabulary, entry for entry; more are refused (an
 //    extra line shifts every later id);
-//  - tokenizer.json (optional): must describe BERT WordPiece (BertNormalizer, BertPreTokenizer,
+//  - tokenizer.json (optional; BPE and WordPiece without vocab.txt: headsep/tokenizer.hpp): BPE
+//    is read from it alone. A WordPiece one must describe BERT WordPiece (BertNormalizer, BertPreTokenizer,
 //    WordPiece with "##" and [UNK], [CLS] A [SEP]); its lowercase / strip_accents, its
 //    max_input_chars_per_word, its added tokens (matched whole in raw text), its vocabulary (the
 //    same as vocab.txt) and its truncation; anything headsep would tokenize differently is refused
@@ -25,6 +26,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "headsep/wordpiece.hpp"
@@ -40,7 +42,11 @@ struct TruncationLength {
 };
 
 struct ModelTokenizer {
-  WordPiece wordpiece;          ///< options.max_length = truncation.tokens
+  /// The tokenizer to use (WordPiece, byte-level BPE or byte-fallback BPE): tokenizer.json when the
+  /// folder has one (a WordPiece one checked against vocab.txt, which then gives the vocabulary),
+  /// else vocab.txt. max_length() = truncation.tokens.
+  std::shared_ptr<const TextTokenizer> tokenizer;
+  WordPiece wordpiece;          ///< the WordPiece one (empty for BPE); options.max_length = truncation.tokens
   TruncationLength truncation;
   std::uint32_t max_positions = 0;  ///< config.json max_position_embeddings
   std::uint32_t vocab_size = 0;     ///< config.json vocab_size: the embedding table's rows

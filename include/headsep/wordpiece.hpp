@@ -35,6 +35,8 @@
 #include <string_view>
 #include <vector>
 
+#include "headsep/tokenizer.hpp"
+
 namespace headsep {
 
 struct WordPieceOptions {
@@ -45,23 +47,7 @@ struct WordPieceOptions {
   std::int8_t strip_accents = -1;
 };
 
-/// One text's tokens. `word[i]` is the index in `words` of the word token i came from
-/// (kNoWord for [CLS]/[SEP]); `words` are the normalised words (lower-cased, accents stripped).
-struct Encoding {
-  static constexpr std::uint32_t kNoWord = 0xffffffffu;
-  std::vector<std::uint32_t> ids;
-  std::vector<std::uint32_t> word;
-  std::vector<std::string> words;
-  bool truncated = false;  ///< pieces were dropped at max_length
-  void clear() {
-    ids.clear();
-    word.clear();
-    words.clear();
-    truncated = false;
-  }
-};
-
-class WordPiece {
+class WordPiece final : public TextTokenizer {
  public:
   /// Reads vocab.txt (one token per line, id = line number - 1; trailing blanks and \r trimmed).
   /// Throws Error naming the file (and line) when it cannot be read, is empty, has a line that is
@@ -70,24 +56,28 @@ class WordPiece {
   static WordPiece from_file(const std::filesystem::path& vocab, WordPieceOptions options = {});
   /// The same from the file's bytes; `name` names it in messages.
   static WordPiece from_bytes(std::string_view bytes, const std::string& name, WordPieceOptions options = {});
+  /// The same from the entries themselves (id = index), e.g. tokenizer.json's vocabulary.
+  static WordPiece from_tokens(std::vector<std::string> tokens, const std::string& name, WordPieceOptions options = {});
 
   /// Tokenizes one text into `out` (cleared first). Thread-safe (const). Throws Error
   /// "invalid UTF-8 at byte N" on malformed input.
-  void encode(std::string_view text, Encoding& out) const;
+  void encode(std::string_view text, Encoding& out) const override;
 
   /// The tokens matched whole in raw text (replaces the default BERT five); each must be an entry
   /// of the vocabulary and non-empty, else Error naming `name`.
   void set_special_tokens(const std::vector<std::string>& tokens, const std::string& name);
   const std::vector<std::string>& special_tokens() const noexcept { return special_names_; }
 
-  std::size_t size() const noexcept { return tokens_.size(); }
-  const std::string& token(std::uint32_t id) const { return tokens_.at(id); }
+  std::size_t size() const noexcept override { return tokens_.size(); }
+  const std::string& token(std::uint32_t id) const override { return tokens_.at(id); }
   /// The id of an exact vocabulary entry ("##ing" included), or -1.
-  std::int64_t find(std::string_view token) const noexcept;
+  std::int64_t find(std::string_view token) const noexcept override;
   std::uint32_t cls_id() const noexcept { return cls_; }
   std::uint32_t sep_id() const noexcept { return sep_; }
   std::uint32_t unk_id() const noexcept { return unk_; }
   const WordPieceOptions& options() const noexcept { return options_; }
+  std::uint32_t max_length() const noexcept override { return options_.max_length; }
+  const char* kind() const noexcept override { return "wordpiece"; }
 
  private:
   struct Slot {

@@ -5,8 +5,10 @@
 // Lexicon: CSV, header `word,AXIS1,AXIS2,...`, then one word per line with its values. Words are
 // normalised as the tokenizer normalises text (lower case, accents stripped, Hangul decomposed),
 // so `Café` and `cafe` are one entry; an entry must be one word after that. Every token of a word
-// gets the word's values; words not in the lexicon, [CLS] and [SEP] get 0.
+// gets the word's values; words not in the lexicon, [CLS] and [SEP] get 0. BPE models: a word is
+// a pre-tokenizer piece without its marker (Ġ / ▁), case kept (docs/MODEL.md).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -129,10 +131,11 @@ class Tokenizer {
     f.insert(f.end(), axes_.begin(), axes_.end());
     return f;
   }
-  const headsep::WordPiece& wordpiece() const noexcept { return mt_->wordpiece; }
+  /// The model's tokenizer (WordPiece or BPE, headsep/tokenizer.hpp).
+  const headsep::TextTokenizer& tokenizer() const noexcept { return *mt_->tokenizer; }
 
   /// Tokenizes; throws headsep::Error on invalid UTF-8 (the caller adds file and line).
-  void encode(std::string_view text, headsep::Encoding& e) const { mt_->wordpiece.encode(text, e); }
+  void encode(std::string_view text, headsep::Encoding& e) const { mt_->tokenizer->encode(text, e); }
 
   /// Axis values of the word token i came from (nullptr: not in the lexicon / special token).
   const double* values(const headsep::Encoding& e, std::size_t i) const {
@@ -200,7 +203,8 @@ class Tokenizer {
 
 /// One chunk's tokenized reports, written out once every report is known (offsets come first).
 /// Feature text_status, on every token of a report: 0, kTruncated (the text was cut at the
-/// truncation length) or kEmpty (no token but [CLS] [SEP]: empty or whitespace-only text).
+/// truncation length) or kEmpty (no token of a word: [CLS] [SEP] only, or for BPE the template's,
+/// whitespace and special tokens only: an empty or whitespace-only text).
 struct ChunkBuilder {
   static constexpr double kTruncated = 1, kEmpty = 2;
   std::vector<std::uint64_t> offsets{0};
@@ -219,13 +223,15 @@ struct ChunkBuilder {
   }
   /// Appends the encoding just made in `enc`.
   void add(const Tokenizer& tk, bool names) {
-    const double st = enc.truncated ? kTruncated : enc.ids.size() <= 2 ? kEmpty : 0.0;  // (max_tokens=2: truncated)
+    // Empty: no token of a word (WordPiece: [CLS] [SEP] only; BPE: the template's, whitespace, specials).
+    const bool empty = std::all_of(enc.word.begin(), enc.word.end(), [](std::uint32_t w) { return w == headsep::Encoding::kNoWord; });
+    const double st = enc.truncated ? kTruncated : empty ? kEmpty : 0.0;  // (max_tokens=2: truncated)
     for (std::size_t i = 0; i < enc.ids.size(); ++i) {
       ids.push_back(enc.ids[i]);
       status.push_back(st);
       const double* v = tk.values(enc, i);
       for (std::size_t a = 0; a < axis.size(); ++a) axis[a].push_back(v ? v[a] : 0.0);
-      if (names) tokens.push_back(tk.wordpiece().token(enc.ids[i]));
+      if (names) tokens.push_back(tk.tokenizer().token(enc.ids[i]));
     }
     offsets.push_back(ids.size());
   }

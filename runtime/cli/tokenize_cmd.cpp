@@ -20,7 +20,7 @@ CLI::App* add_tokenize(CLI::App& app, TokenizeArgs& t) {
   auto* c = app.add_subcommand("tokenize",
                                "Token ids and tokens of texts with a model folder's tokenizer, as JSON lines "
                                "{index, ids, tokens, truncated}");
-  c->add_option("--model", t.model, "Model folder (config.json, vocab.txt; tokenizer.json / tokenizer_config.json when present)")
+  c->add_option("--model", t.model, "Model folder (config.json, and tokenizer.json or vocab.txt; tokenizer_config.json when present)")
       ->required();
   c->add_option("input", t.input,
                 "Texts, one per line (a trailing CR dropped); .jsonl/.json: objects with \"text\" (and optional "
@@ -30,7 +30,7 @@ CLI::App* add_tokenize(CLI::App& app, TokenizeArgs& t) {
       ->check(CLI::IsMember({"auto", "lines", "jsonl"}))
       ->capture_default_str();
   c->add_option("--max-tokens", t.max_tokens,
-                "Tokens per text incl. [CLS]/[SEP], longer texts truncated (0 = the folder's truncation length)")
+                "Tokens per text incl. [CLS]/[SEP] (BPE: the template's, e.g. <s>), longer texts truncated (0 = the folder's truncation length)")
       ->capture_default_str();
   c->add_option("--output,-o", t.output, "Write to this file (atomically) instead of stdout");
   return c;
@@ -39,7 +39,7 @@ CLI::App* add_tokenize(CLI::App& app, TokenizeArgs& t) {
 namespace {
 
 /// One text's line: {"index", ["report_id",] "ids", "tokens", "truncated"}.
-std::string encode_line(const WordPiece& wp, std::uint64_t index, const std::string* id, std::string_view text,
+std::string encode_line(const TextTokenizer& wp, std::uint64_t index, const std::string* id, std::string_view text,
                         Encoding& e) {
   wp.encode(text, e);
   std::string o = "{\"index\":" + std::to_string(index);
@@ -74,7 +74,7 @@ int tokenize_cmd(const TokenizeArgs& t) {
   std::uint64_t index = 0;
   for (const auto& text : t.texts) {
     try {
-      out.write(encode_line(mt.wordpiece, index, nullptr, text, e));
+      out.write(encode_line(*mt.tokenizer, index, nullptr, text, e));
     } catch (const Error& err) {
       throw Error("--text " + std::to_string(index + 1) + ": " + err.what());
     }
@@ -113,7 +113,7 @@ int tokenize_cmd(const TokenizeArgs& t) {
       }
     }
     try {
-      out.write(encode_line(mt.wordpiece, index, has_id ? &id : nullptr, text, e));
+      out.write(encode_line(*mt.tokenizer, index, has_id ? &id : nullptr, text, e));
     } catch (const Error& err) {
       throw InputError(in_name, line_no, "", err.what());
     }

@@ -10,6 +10,7 @@
 
 #include "headsep/bert.hpp"
 #include "headsep/error.hpp"
+#include "model/tokenizer_json.hpp"
 
 namespace headsep {
 namespace {
@@ -49,8 +50,17 @@ struct Files {
   explicit Files(const fs::path& d) : dir(d) {
     const auto cfg = read_optional(dir / "config.json");
     if (!cfg) throw Error(name("config.json") + ": cannot open (a model folder holds config.json and vocab.txt)");
-    config = BertConfig::parse(*cfg, name("config.json"));
-    if (auto t = read_optional(dir / "tokenizer.json")) tokenizer = parse_object(*t, dir / "tokenizer.json");
+    const json c = parse_object(*cfg, dir / "config.json");
+    if (c.value("model_type", json("bert")) == "bert") {
+      config = BertConfig::parse(*cfg, name("config.json"));
+    } else {  // a decoder's folder: only the sizes the tokenizer needs (n_positions: GPT-2's name)
+      const auto n = [&](const char* k) { return c.contains(k) && c[k].is_number_unsigned() ? c[k].get<std::uint32_t>() : 0u; };
+      config.vocab_size = n("vocab_size");
+      config.max_positions = n("max_position_embeddings") ? n("max_position_embeddings") : n("n_positions");
+      if (!config.vocab_size || !config.max_positions)
+        throw Error(name("config.json") + ": needs positive 'vocab_size' and 'max_position_embeddings' (or 'n_positions')");
+    }
+    if (auto t = read_optional(dir / "tokenizer.json")) tokenizer = tokjson::parse(*t, name("tokenizer.json"));
     if (auto t = read_optional(dir / "tokenizer_config.json"))
       tokenizer_config = parse_object(*t, dir / "tokenizer_config.json");
   }
@@ -92,43 +102,6 @@ TruncationLength resolve_truncation(const Files& f, std::int64_t max_tokens) {
   return t;
 }
 
-std::string str_or(const json& j, const char* key, const std::string& def) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : def;
-}
-
-/// tokenizer.json's pieces, each the BERT one or a named refusal; the options it sets.
-void check_pipeline(const json& t, const std::string& file, WordPieceOptions& o) {
-  auto refuse = [&](const std::string& what) {
-    throw Error(file + ": " + what + " (headsep tokenizes as BERT's WordPiece: BertNormalizer, BertPreTokenizer, "
-                "WordPiece, [CLS] A [SEP])");
-  };
-  const json& n = t.value("normalizer", json());
-  if (!n.is_object() || str_or(n, "type", "") != "BertNormalizer") refuse("normalizer " + n.dump().substr(0, 80) + " is not supported");
-  if (!n.value("clean_text", true) || !n.value("handle_chinese_chars", true))
-    refuse("BertNormalizer with clean_text or handle_chinese_chars false is not supported");
-  o.lowercase = n.value("lowercase", true);
-  const json& sa = n.value("strip_accents", json());
-  o.strip_accents = sa.is_boolean() ? std::int8_t(sa.get<bool>()) : std::int8_t(-1);
-  const json& p = t.value("pre_tokenizer", json());
-  if (!p.is_object() || str_or(p, "type", "") != "BertPreTokenizer") refuse("pre_tokenizer " + p.dump().substr(0, 80) + " is not supported");
-  const json& m = t.value("model", json());
-  if (!m.is_object() || str_or(m, "type", "") != "WordPiece") refuse("model type '" + str_or(m, "type", "?") + "' is not supported");
-  if (str_or(m, "unk_token", "[UNK]") != "[UNK]" || str_or(m, "continuing_subword_prefix", "##") != "##")
-    refuse("a WordPiece unk_token other than [UNK] or a prefix other than ## is not supported");
-  if (auto c = positive(m, "max_input_chars_per_word", file + " model")) o.max_chars = std::uint32_t(std::min<std::uint64_t>(*c, 1u << 30));
-  const json& pp = t.value("post_processor", json());
-  const std::string pt = pp.is_object() ? str_or(pp, "type", "") : "";
-  bool bert_template = pt == "BertProcessing";
-  if (pt == "TemplateProcessing") {
-    auto piece = [&](std::size_t i, const char* kind) {
-      const json p1 = pp.value("single", json()), e = p1.is_array() && i < p1.size() && p1[i].is_object() ? p1[i].value(kind, json()) : json();
-      return e.is_object() ? str_or(e, "id", "") : std::string();
-    };
-    bert_template = pp.value("single", json()).size() == 3 && piece(0, "SpecialToken") == "[CLS]" &&
-                    piece(1, "Sequence") == "A" && piece(2, "SpecialToken") == "[SEP]";
-  }
-  if (!bert_template) refuse("post_processor " + pp.dump().substr(0, 80) + " is not [CLS] A [SEP]");
-}
 
 /// tokenizer.json's vocabulary and added tokens against vocab.txt: the same ids. Returns the
 /// special tokens to match in raw text.
@@ -146,21 +119,7 @@ std::vector<std::string> check_vocab(const json& t, const std::string& file, con
                     " (a line missing, extra or moved shifts the ids)");
     }
   }
-  std::vector<std::string> specials;
-  for (const json& a : t.value("added_tokens", json::array())) {
-    const std::string content = str_or(a, "content", "");
-    const std::int64_t id = a.contains("id") && a["id"].is_number_unsigned() ? a["id"].get<std::int64_t>() : -1;
-    if (content.empty() || id < 0) throw Error(file + ": an added token without content or id: " + a.dump().substr(0, 80));
-    if (wp.find(content) != id)
-      throw Error(file + ": added token '" + content.substr(0, 40) + "' has id " + std::to_string(id) +
-                  ", but vocab.txt gives it " + (wp.find(content) < 0 ? "none" : "id " + std::to_string(wp.find(content))) +
-                  " (added tokens beyond vocab.txt are not supported)");
-    if (a.value("normalized", false) || a.value("lstrip", false) || a.value("rstrip", false) || a.value("single_word", false))
-      throw Error(file + ": added token '" + content.substr(0, 40) +
-                  "': normalized, lstrip, rstrip or single_word true is not supported (matched as given in raw text)");
-    specials.push_back(content);
-  }
-  return specials;
+  return tokjson::wordpiece_added(t, file, wp, "vocab.txt");
 }
 
 }  // namespace
@@ -175,11 +134,27 @@ ModelTokenizer ModelTokenizer::load(const fs::path& dir, std::int64_t max_tokens
   mt.truncation = resolve_truncation(f, max_tokens);
   mt.max_positions = f.config.max_positions;
   mt.vocab_size = f.config.vocab_size;
+  const std::string rows = " the model's embedding table has " + std::to_string(mt.vocab_size) + " rows (" +
+                           f.name("config.json") + " vocab_size)";
+  std::error_code ec;
+  const bool has_vocab_txt = fs::exists(dir / "vocab.txt", ec);
+  if (f.tokenizer) {
+    const std::string tj = f.name("tokenizer.json");
+    // tokenizer.json first: BPE always from it; WordPiece from it when there is no vocab.txt.
+    if (tokjson::model_type(*f.tokenizer, tj) == "BPE" || !has_vocab_txt) {
+      mt.tokenizer = tokenizer_from_json(f.tokenizer->dump(), tj, mt.truncation.tokens);
+      if (mt.tokenizer->size() > mt.vocab_size)
+        throw Error(tj + ": " + std::to_string(mt.tokenizer->size()) + " token ids, but" + rows + ": ids past the table");
+      if (const auto* wp = dynamic_cast<const WordPiece*>(mt.tokenizer.get())) mt.wordpiece = *wp;
+      return mt;
+    }
+  }
   WordPieceOptions o;
   o.max_length = mt.truncation.tokens;
   if (f.tokenizer) {
     try {
-      check_pipeline(*f.tokenizer, f.name("tokenizer.json"), o);
+      o = tokjson::bert_pipeline(*f.tokenizer, f.name("tokenizer.json"));
+      o.max_length = mt.truncation.tokens;
     } catch (const json::exception& e) {
       throw Error(f.name("tokenizer.json") + ": not a tokenizer headsep can read (" + e.what() + ")");
     }
@@ -191,6 +166,7 @@ ModelTokenizer ModelTokenizer::load(const fs::path& dir, std::int64_t max_tokens
       throw Error(f.name("tokenizer_config.json") + ": tokenize_chinese_chars false is not supported");
   }
   const std::string vocab = f.name("vocab.txt");
+  if (!has_vocab_txt) throw Error(vocab + ": cannot open the vocabulary (a model folder holds tokenizer.json or vocab.txt)");
   mt.wordpiece = WordPiece::from_file(dir / "vocab.txt", o);
   const std::size_t lines = mt.wordpiece.size();
   std::vector<std::string> specials;
@@ -201,8 +177,6 @@ ModelTokenizer ModelTokenizer::load(const fs::path& dir, std::int64_t max_tokens
       throw Error(f.name("tokenizer.json") + ": not a tokenizer headsep can read (" + e.what() + ")");
     }
   }
-  const std::string rows = " the model's embedding table has " + std::to_string(mt.vocab_size) + " rows (" +
-                           f.name("config.json") + " vocab_size)";
   if (lines > mt.vocab_size)
     throw Error(vocab + ": " + std::to_string(lines) + " entries, but" + rows +
                 ": ids past the table (an extra line shifts every later id)");
@@ -212,6 +186,7 @@ ModelTokenizer ModelTokenizer::load(const fs::path& dir, std::int64_t max_tokens
                 " (a missing line shifts every later id; a table padded past its vocabulary needs tokenizer.json's "
                 "vocabulary to confirm vocab.txt)");
   if (f.tokenizer) mt.wordpiece.set_special_tokens(specials, f.name("tokenizer.json"));
+  mt.tokenizer = std::make_shared<const WordPiece>(mt.wordpiece);
   return mt;
 }
 

@@ -163,11 +163,7 @@ WordPiece WordPiece::from_file(const std::filesystem::path& vocab, WordPieceOpti
 }
 
 WordPiece WordPiece::from_bytes(std::string_view bytes, const std::string& name, WordPieceOptions options) {
-  if (options.max_length < 2) throw Error(name + ": max_length must be >= 2 ([CLS] and [SEP]), got " +
-                                          std::to_string(options.max_length));
-  if (options.max_chars == 0) throw Error(name + ": max_chars must be >= 1");
-  WordPiece wp;
-  wp.options_ = options;
+  std::vector<std::string> tokens;
   // Lines as HF reads them: split at '\n', trailing whitespace trimmed. HF would let a repeated
   // token keep its last id, leaving an id no text can reach: a vocabulary that does not match
   // its model (issue 23), so refused here, as a line that is not UTF-8 is.
@@ -178,11 +174,21 @@ WordPiece WordPiece::from_bytes(std::string_view bytes, const std::string& name,
     std::string_view line = bytes.substr(pos, end - pos);
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
     if (const auto bad = find_invalid_utf8(line))
-      throw Error(name + ":" + std::to_string(wp.tokens_.size() + 1) + ": not valid UTF-8 (byte " +
+      throw Error(name + ":" + std::to_string(tokens.size() + 1) + ": not valid UTF-8 (byte " +
                   std::to_string(*bad + 1) + " of the line)");
-    wp.tokens_.emplace_back(line);
+    tokens.emplace_back(line);
     pos = end + 1;
   }
+  return from_tokens(std::move(tokens), name, options);
+}
+
+WordPiece WordPiece::from_tokens(std::vector<std::string> tokens, const std::string& name, WordPieceOptions options) {
+  if (options.max_length < 2) throw Error(name + ": max_length must be >= 2 ([CLS] and [SEP]), got " +
+                                          std::to_string(options.max_length));
+  if (options.max_chars == 0) throw Error(name + ": max_chars must be >= 1");
+  WordPiece wp;
+  wp.options_ = options;
+  wp.tokens_ = std::move(tokens);
   if (wp.tokens_.empty()) throw Error(name + ": the vocabulary is empty");
   if (wp.tokens_.size() > 0x7fffffff) throw Error(name + ": too many tokens");
   std::size_t cap = 16;

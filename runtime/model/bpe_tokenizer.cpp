@@ -1,0 +1,314 @@
+// The BPE tokenizer pipeline (bpe_tokenizer.hpp), step for step as `tokenizers` runs it:
+// added tokens (leftmost-longest, single_word / lstrip / rstrip), normalizer, normalized added
+// tokens, pre-tokenizer, BPE per word, truncation, template. Words for the lexicon: the
+// pre-tokenizer's pieces (byte-level) or the text between markers ('▁'), marker stripped.
+#include "model/bpe_tokenizer.hpp"
+
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <array>
+
+#include "headsep/error.hpp"
+#include "support/text_util.hpp"
+
+namespace headsep::bpe {
+namespace {
+
+
+/// Unicode White_Space (Rust's char::is_whitespace, Oniguruma's \s).
+bool is_space(std::uint32_t c) noexcept {
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+enum Cls : std::uint8_t { kLetter, kNumber, kSpaceCls, kOther };
+Cls class_of(std::uint32_t c) noexcept {
+  if (c < 0x80) {
+    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return kLetter;
+    if (c >= '0' && c <= '9') return kNumber;
+    return is_space(c) ? kSpaceCls : kOther;
+  }
+  if (is_space(c)) return kSpaceCls;
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT: case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO: return kLetter;
+    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO: return kNumber;
+    default: return kOther;
+  }
+}
+bool is_punct(std::uint32_t c) noexcept {
+  const auto k = utf8proc_category(static_cast<utf8proc_int32_t>(c));
+  return k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO;
+}
+bool is_alnum(std::uint32_t c) noexcept { const Cls k = class_of(c); return k == kLetter || k == kNumber; }
+
+/// GPT-2's pre-tokenizer regex, leftmost-first as Oniguruma runs it:
+/// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+  -> piece ends (bytes).
+void gpt2_split(std::string_view s, std::vector<std::uint32_t>& cps, std::vector<std::uint32_t>& at,
+                std::vector<Cls>& cls, std::vector<std::size_t>& ends) {
+  cps.clear(), at.clear(), cls.clear(), ends.clear();
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t len = std::min(utf8_len(b[i]), s.size() - i);
+    cps.push_back(decode_at(b + i, len)), at.push_back(static_cast<std::uint32_t>(i)), cls.push_back(class_of(cps.back()));
+    i += len;
+  }
+  const std::size_t n = cps.size();
+  at.push_back(static_cast<std::uint32_t>(s.size()));
+  auto run = [&](std::size_t j, Cls k) { while (j < n && cls[j] == k) ++j; return j; };
+  for (std::size_t i = 0; i < n;) {
+    const std::uint32_t c = cps[i];
+    std::size_t j = 0;
+    if (c == '\'' && i + 1 < n) {
+      const std::uint32_t d = cps[i + 1], e = i + 2 < n ? cps[i + 2] : 0;
+      if (d == 's' || d == 't' || d == 'm' || d == 'd') j = i + 2;
+      else if ((d == 'r' && e == 'e') || (d == 'v' && e == 'e') || (d == 'l' && e == 'l')) j = i + 3;
+    }
+    if (!j) {
+      const bool sp = c == ' ' && i + 1 < n && cls[i + 1] != kSpaceCls;
+      const Cls k = sp ? cls[i + 1] : cls[i];
+      if (k != kSpaceCls) {
+        j = run(sp ? i + 1 : i, k);
+      } else {
+        j = run(i, kSpaceCls);
+        if (j < n && j - i >= 2) --j;  // \s+(?!\S): leave the last space to the next word
+      }
+    }
+    ends.push_back(at[j]);
+    i = j;
+  }
+}
+
+class BpeTokenizer final : public TextTokenizer {
+ public:
+  explicit BpeTokenizer(BpeSpec spec) : spec_(std::move(spec)) {
+    model_ = std::make_unique<Model>(spec_.vocab, spec_.merges, spec_.options, spec_.name + ": model.merges");
+    for (std::uint32_t i = 0; i < spec_.added.size(); ++i) {
+      const AddedToken& a = spec_.added[i];
+      Matcher& m = a.normalized ? norm_added_ : raw_added_;
+      std::string pattern = a.normalized ? normalize(a.content) : a.content;
+      if (pattern.empty()) continue;
+      m.first[static_cast<unsigned char>(pattern[0])] = true;
+      m.patterns.push_back({std::move(pattern), i});
+    }
+    for (Matcher* m : {&raw_added_, &norm_added_})
+      std::stable_sort(m->patterns.begin(), m->patterns.end(),
+                       [](const auto& x, const auto& y) { return x.first.size() > y.first.size(); });
+    if (spec_.pre.kind == PreTokenizer::kMetaspace) marker_ = spec_.pre.replacement;
+    for (const NormStep& s : spec_.normalizer)
+      if (s.kind == NormStep::kReplace && s.pattern == " ") marker_ = s.content;
+    split_words_ = !marker_.empty() && !model_->merges_cross(marker_);
+    for (const auto& t : spec_.tokens) index_.emplace(t, static_cast<std::uint32_t>(&t - spec_.tokens.data()));
+  }
+  BpeTokenizer(const BpeTokenizer&) = delete;
+  BpeTokenizer& operator=(const BpeTokenizer&) = delete;
+
+  std::size_t size() const noexcept override { return spec_.tokens.size(); }
+  const std::string& token(std::uint32_t id) const override { return spec_.tokens.at(id); }
+  std::int64_t find(std::string_view t) const noexcept override {
+    const auto it = index_.find(t);
+    return it == index_.end() ? -1 : std::int64_t(it->second);
+  }
+  std::uint32_t max_length() const noexcept override { return spec_.max_length; }
+  const char* kind() const noexcept override { return spec_.options.byte_level ? "bpe-byte-level" : "bpe-byte-fallback"; }
+
+  void encode(std::string_view text, Encoding& out) const override {
+    out.clear();
+    if (const auto bad = find_invalid_utf8(text)) throw Error("invalid UTF-8 at byte " + std::to_string(*bad + 1));
+    split_added(text, raw_added_, [&](std::size_t start, std::string_view seg) {
+      if (spec_.normalizer.empty()) return normalized_segment(seg, start == 0, out);
+      normalized_segment(normalize(seg), start == 0, out);
+    }, out);
+    const std::size_t extra = spec_.prefix.size() + spec_.suffix.size();
+    const std::size_t keep = spec_.max_length > extra ? spec_.max_length - extra : 0;
+    if (out.ids.size() > keep) out.ids.resize(keep), out.word.resize(keep), out.truncated = true;
+    out.ids.insert(out.ids.begin(), spec_.prefix.begin(), spec_.prefix.end());
+    out.word.insert(out.word.begin(), spec_.prefix.size(), Encoding::kNoWord);
+    out.ids.insert(out.ids.end(), spec_.suffix.begin(), spec_.suffix.end());
+    out.word.insert(out.word.end(), spec_.suffix.size(), Encoding::kNoWord);
+  }
+
+ private:
+  struct Matcher {
+    std::vector<std::pair<std::string, std::uint32_t>> patterns;  // longest first -> index in spec_.added
+    std::array<bool, 256> first{};
+  };
+
+  std::string normalize(std::string_view s) const {
+    std::string t(s);
+    for (const NormStep& st : spec_.normalizer) {
+      if (st.kind == NormStep::kPrepend) {
+        if (!t.empty()) t.insert(0, st.content);
+      } else if (!st.pattern.empty()) {
+        std::string r;
+        for (std::size_t i = 0; i < t.size();) {
+          if (t.compare(i, st.pattern.size(), st.pattern) == 0) r += st.content, i += st.pattern.size();
+          else r += t[i++];
+        }
+        t.swap(r);
+      }
+    }
+    return t;
+  }
+
+  /// tokenizers' AddedVocabulary::find_matches: the text cut around the tokens of `m`; each
+  /// token's id goes to `out`, each text between them to `text(start, piece)`.
+  template <class F>
+  void split_added(std::string_view s, const Matcher& m, F&& text, Encoding& out) const {
+    std::size_t from = 0, done = 0;  // search position; end of the last split
+    const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+    auto space_before = [&](std::size_t i) {  // start of the whitespace run ending at i
+      while (i > 0) {
+        std::size_t k = i - 1;
+        while (k > 0 && (b[k] & 0xC0) == 0x80) --k;
+        if (!is_space(decode_at(b + k, i - k))) break;
+        i = k;
+      }
+      return i;
+    };
+    auto char_before = [&](std::size_t i) {
+      std::size_t k = i - 1;
+      while (k > 0 && (b[k] & 0xC0) == 0x80) --k;
+      return decode_at(b + k, i - k);
+    };
+    while (!m.patterns.empty() && from < s.size()) {
+      std::size_t at = from, k = 0;
+      bool found = false;
+      for (; at < s.size() && !found; ++at) {
+        if (!m.first[b[at]]) continue;
+        for (k = 0; k < m.patterns.size(); ++k)
+          if (s.compare(at, m.patterns[k].first.size(), m.patterns[k].first) == 0) { found = true; break; }
+      }
+      if (!found) break;
+      --at;
+      const AddedToken& a = spec_.added[m.patterns[k].second];
+      std::size_t start = at, stop = at + m.patterns[k].first.size();
+      from = stop;
+      if (a.single_word) {
+        const bool left = start == 0 || !is_alnum(char_before(start));
+        const bool right = stop == s.size() || !is_alnum(decode_at(b + stop, std::min(utf8_len(b[stop]), s.size() - stop)));
+        if (!left || !right) continue;
+      }
+      if (a.lstrip) start = std::max(space_before(start), done);
+      if (a.rstrip)
+        while (stop < s.size()) {
+          const std::size_t len = std::min(utf8_len(b[stop]), s.size() - stop);
+          if (!is_space(decode_at(b + stop, len))) break;
+          stop += len;
+        }
+      if (start > done) text(done, s.substr(done, start - done));
+      out.ids.push_back(a.id), out.word.push_back(Encoding::kNoWord);
+      done = from = stop;
+    }
+    if (done < s.size() || s.empty()) text(done, s.substr(done));
+  }
+
+  void normalized_segment(std::string_view s, bool at_start, Encoding& out) const {
+    split_added(s, norm_added_, [&](std::size_t start, std::string_view piece) {
+      pre_tokenize(piece, at_start && start == 0, out);
+    }, out);
+  }
+
+  void pre_tokenize(std::string_view s, bool at_start, Encoding& out) const {
+    if (s.empty()) return;
+    const PreTokenizer& p = spec_.pre;
+    if (p.kind == PreTokenizer::kByteLevel) {
+      thread_local std::string buf;
+      if (p.add_prefix_space && s[0] != ' ') buf.assign(" ").append(s), s = buf;
+      if (!p.use_regex) return unit(s, out);
+      thread_local std::vector<std::uint32_t> cps, at;
+      thread_local std::vector<Cls> cls;
+      thread_local std::vector<std::size_t> ends;
+      gpt2_split(s, cps, at, cls, ends);
+      std::size_t start = 0;
+      for (const std::size_t e : ends) unit(s.substr(start, e - start), out), start = e;
+      return;
+    }
+    if (p.kind == PreTokenizer::kNone) return marked(s, out);
+    thread_local std::string buf;  // Metaspace: spaces -> the replacement, maybe prepended, maybe split
+    buf.clear();
+    for (const char c : s)
+      if (c == ' ') buf.append(p.replacement);
+      else buf.push_back(c);
+    if ((p.prepend == PreTokenizer::kAlways || (p.prepend == PreTokenizer::kFirst && at_start)) &&
+        buf.compare(0, p.replacement.size(), p.replacement) != 0)
+      buf.insert(0, p.replacement);
+    const std::string_view v = buf;
+    if (!p.split) return marked(v, out);
+    std::size_t start = 0;
+    for (std::size_t i = v.find(p.replacement, 1); i != std::string_view::npos; i = v.find(p.replacement, i + 1))
+      marked(v.substr(start, i - start), out), start = i;
+    marked(v.substr(start), out);
+  }
+
+  /// A word's text for the lexicon: markers as spaces, surrounding whitespace trimmed (empty -> no
+  /// word), then surrounding punctuation unless the word is only punctuation.
+  std::uint32_t add_word(std::string_view w, Encoding& out) const {
+    std::string t;
+    for (std::size_t i = 0; i < w.size();) {
+      if (!marker_.empty() && w.compare(i, marker_.size(), marker_) == 0) t += ' ', i += marker_.size();
+      else t += w[i++];
+    }
+    const auto* b = reinterpret_cast<const unsigned char*>(t.data());
+    std::size_t lo = 0, hi = t.size();
+    while (lo < hi) { const std::size_t l = utf8_len(b[lo]); if (!is_space(decode_at(b + lo, std::min(l, hi - lo)))) break; lo += l; }
+    while (hi > lo) { std::size_t k = hi - 1; while (k > lo && (b[k] & 0xC0) == 0x80) --k; if (!is_space(decode_at(b + k, hi - k))) break; hi = k; }
+    if (lo == hi) return Encoding::kNoWord;
+    std::size_t plo = lo, phi = hi;  // then punctuation ("reset." -> "reset"), unless that is all
+    while (plo < phi) { const std::size_t l = utf8_len(b[plo]); if (!is_punct(decode_at(b + plo, std::min(l, phi - plo)))) break; plo += l; }
+    while (phi > plo) { std::size_t k = phi - 1; while (k > plo && (b[k] & 0xC0) == 0x80) --k; if (!is_punct(decode_at(b + k, phi - k))) break; phi = k; }
+    if (plo < phi) lo = plo, hi = phi;
+    out.words.emplace_back(t, lo, hi - lo);
+    return static_cast<std::uint32_t>(out.words.size() - 1);
+  }
+
+  /// One BPE word (a pre-tokenizer piece): its tokens, all of one lexicon word.
+  void unit(std::string_view w, Encoding& out) const {
+    if (w.empty()) return;
+    thread_local std::vector<Piece> pieces;
+    pieces.clear();
+    model_->tokenize(w, pieces);
+    const std::uint32_t word = add_word(w, out);
+    for (const Piece& p : pieces) out.ids.push_back(p.id), out.word.push_back(word);
+  }
+
+  /// Text whose words begin at a marker ('▁') after a non-marker: cut there before BPE when no merge
+  /// crosses such a boundary (the same tokens, and the cache works per word); else BPE over the
+  /// whole text, each token assigned to the word its first byte is in.
+  void marked(std::string_view s, Encoding& out) const {
+    if (s.empty()) return;
+    if (marker_.empty()) return unit(s, out);
+    thread_local std::vector<std::size_t> cuts;
+    cuts.assign(1, 0);
+    const std::size_t m = marker_.size();
+    for (std::size_t i = s.find(marker_, 1); i != std::string_view::npos; i = s.find(marker_, i + 1))
+      if (s.compare(i - m, m, marker_) != 0) cuts.push_back(i);
+    cuts.push_back(s.size());
+    if (split_words_) {
+      for (std::size_t k = 0; k + 1 < cuts.size(); ++k) unit(s.substr(cuts[k], cuts[k + 1] - cuts[k]), out);
+      return;
+    }
+    thread_local std::vector<Piece> pieces;
+    thread_local std::vector<std::uint32_t> words;
+    pieces.clear(), words.clear();
+    model_->tokenize(s, pieces);
+    for (std::size_t k = 0; k + 1 < cuts.size(); ++k) words.push_back(add_word(s.substr(cuts[k], cuts[k + 1] - cuts[k]), out));
+    for (const Piece& p : pieces) {
+      const auto k = std::upper_bound(cuts.begin(), cuts.end(), std::size_t(p.start)) - cuts.begin() - 1;
+      out.ids.push_back(p.id), out.word.push_back(words[static_cast<std::size_t>(k)]);
+    }
+  }
+
+  BpeSpec spec_;
+  std::unique_ptr<Model> model_;
+  Matcher raw_added_, norm_added_;
+  std::string marker_;
+  bool split_words_ = false;
+  Vocab index_;  // token -> id over spec_.tokens
+};
+
+}  // namespace
+
+std::unique_ptr<TextTokenizer> make_bpe_tokenizer(BpeSpec spec) { return std::make_unique<BpeTokenizer>(std::move(spec)); }
+
+}  // namespace headsep::bpe

@@ -1,0 +1,52 @@
+// The BPE tokenizer pipeline of a tokenizer.json, as Hugging Face `tokenizers` runs it: added
+// tokens split out of the raw text, normalizer, added tokens matched in the normalized text,
+// pre-tokenizer (ByteLevel or Metaspace), BPE model (bpe.hpp), truncation, post-processor
+// template. tokenizer_json.cpp reads the file into a BpeSpec; this builds the tokenizer.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headsep/tokenizer.hpp"
+#include "model/bpe.hpp"
+
+namespace headsep::bpe {
+
+struct AddedToken {
+  std::string content;
+  std::uint32_t id = 0;
+  bool special = false, single_word = false, lstrip = false, rstrip = false, normalized = false;
+};
+
+/// One normalizer step: Prepend(text) or Replace(pattern string -> content).
+struct NormStep {
+  enum Kind { kPrepend, kReplace } kind;
+  std::string pattern, content;
+};
+
+struct PreTokenizer {
+  enum Kind { kNone, kByteLevel, kMetaspace } kind = kNone;
+  bool add_prefix_space = false;  ///< ByteLevel
+  bool use_regex = true;          ///< ByteLevel: GPT-2's split regex
+  std::string replacement;        ///< Metaspace (UTF-8 of one character)
+  enum Prepend { kNever, kFirst, kAlways } prepend = kAlways;  ///< Metaspace
+  bool split = true;              ///< Metaspace
+};
+
+struct BpeSpec {
+  std::string name;                  ///< the file, for messages
+  Vocab vocab;                       ///< model.vocab
+  std::vector<std::pair<std::string, std::string>> merges;
+  Options options;
+  std::vector<std::string> tokens;   ///< id -> token, vocabulary and added tokens
+  std::vector<NormStep> normalizer;
+  PreTokenizer pre;
+  std::vector<AddedToken> added;
+  std::vector<std::uint32_t> prefix, suffix;  ///< the post-processor's tokens around the text's
+  std::uint32_t max_length = 0;               ///< tokens per text, prefix and suffix included
+};
+
+std::unique_ptr<TextTokenizer> make_bpe_tokenizer(BpeSpec spec);
+
+}  // namespace headsep::bpe
