@@ -14,7 +14,7 @@
 
 #include "cli/commands.hpp"
 #include "headsep/attention.hpp"
-#include "headsep/bert.hpp"
+#include "headsep/architecture.hpp"
 #include "headsep/error.hpp"
 #include "headsep/model_run.hpp"
 #include "headsep/output.hpp"
@@ -27,7 +27,7 @@ namespace {
 /// A --model job opened: the encoder, the text source, the axes (the model's three relations
 /// unless the user chose axes) and the run's options; every error before anything is written.
 struct ModelJob {
-  std::optional<BertModel> model;
+  std::unique_ptr<Architecture> model;
   std::unique_ptr<ReportSource> source;
   std::optional<AxisMap> axes;
   ModelRunOptions options;
@@ -44,7 +44,11 @@ ModelJob open_model_job(const RunArgs& a, bool report) {
   job.axes_spec = a.axes == kSeedAxes ? "decision=decision_axis;evidence=evidence_axis;condition=condition_axis" : a.axes;
   auto specs = parse_axes(job.axes_spec);
   job.run = run_options(a);
-  job.model.emplace(BertModel::load(a.model));  // every model error before anything is opened or written
+  job.model = load_model(a.model);  // every model error before anything is opened or written
+  if (job.model->shape().model_type != "bert")  // the text generators tokenize with vocab.txt (WordPiece) only
+    throw Error(a.model + ": model_type '" + job.model->shape().model_type +
+                "' needs its tokenizer.json (BPE), which this build cannot read yet: the decoder runs from token ids "
+                "(C++ API, docs/MODEL.md) until tokenizer.json support lands");
   PluginRegistry registry = load_registry(a.plugin_dirs);
   const PluginInfo& sp = registry.require(a.scenario, PluginKind::scenario);
   std::vector<std::string> params = a.params;
@@ -220,7 +224,7 @@ int model_cmd(const RunArgs& a) {
   ModelJob job = open_model_job(a, report);
   const std::string& axes_spec = job.axes_spec;
   const RunOptions& ro = job.run;
-  const BertModel& model = *job.model;
+  const Architecture& model = *job.model;
   ModelRunOptions& mo = job.options;
   ReportSource* const source = job.source.get();
   const AxisMap& axes = *job.axes;

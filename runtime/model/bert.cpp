@@ -20,122 +20,19 @@
 #include "headsep/safetensors.hpp"
 #include "kernels/attention_simd.hpp"
 #include "kernels/gelu.hpp"
+#include "model/weights.hpp"
 
 namespace headsep {
 namespace {
 
+using model::json;
+using model::json_str;
+using model::json_uint;
+using model::pack_linear;
+
 constexpr std::size_t kGroupTokens = 512;  ///< tokens per group of reports (a longer report alone)
 
-using json = nlohmann::json;
-
-std::uint32_t get_uint(const json& j, const char* key, const std::string& file, std::int64_t def = -1) {
-  if (!j.contains(key)) {
-    if (def >= 0) return static_cast<std::uint32_t>(def);
-    throw Error(file + ": '" + key + "' is missing");
-  }
-  const json& v = j[key];
-  if (!v.is_number_integer() || v.get<std::int64_t>() <= 0 || v.get<std::int64_t>() > (std::int64_t(1) << 24))
-    throw Error(file + ": '" + key + "' must be a positive integer (at most 2^24), got " + v.dump());
-  return static_cast<std::uint32_t>(v.get<std::int64_t>());
-}
-
-std::string get_str(const json& j, const char* key, const std::string& file, const char* def) {
-  if (!j.contains(key)) return def;
-  if (!j[key].is_string()) throw Error(file + ": '" + key + "' must be a string, got " + j[key].dump());
-  return j[key].get<std::string>();
-}
-
-/// B[i][o] = W[o][i]: nn.Linear's [out][in] as the panel kernel's input-major B, packed with its bias.
-std::shared_ptr<const float> pack_linear(const std::vector<float>& w, const std::vector<float>& b, std::size_t out,
-                                         std::size_t in) {
-  std::vector<float> t(in * out);
-  for (std::size_t o = 0; o < out; ++o)
-    for (std::size_t i = 0; i < in; ++i) t[i * out + o] = w[o * in + i];
-  return kernels::pack_panels(t.data(), in, out, b.data());
-}
-
-/// The vector levels' LayerNorm (layer_norm_rows): the row's sums in 8 interleaved double partial
-/// sums (lane j takes elements i ≡ j mod 8, combined as a tree), so the compiler vectorises them
-/// (one zmm of doubles on AVX-512) where the reference's single chain cannot be reordered. Inlined
-/// into one function per instruction set (target attributes, as gelu_inplace's clones), so no
-/// copy compiled with AVX flags is ever shared with baseline code.
-[[gnu::always_inline]] inline void layer_norm_body(float* x, const float* residual, std::size_t rows, std::size_t d,
-                                                   const float* g, const float* b, double eps) noexcept {
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* row = x + r * d;
-    if (residual)
-      for (std::size_t i = 0; i < d; ++i) row[i] += residual[r * d + i];
-    double s[8] = {};
-    std::size_t i = 0;
-    for (; i + 8 <= d; i += 8)
-      for (std::size_t j = 0; j < 8; ++j) s[j] += row[i + j];
-    for (std::size_t j = 0; i < d; ++i, ++j) s[j] += row[i];
-    const double mean = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / double(d);
-    double v[8] = {};
-    for (i = 0; i + 8 <= d; i += 8)
-      for (std::size_t j = 0; j < 8; ++j) {
-        const double c = row[i + j] - mean;
-        v[j] += c * c;
-      }
-    for (std::size_t j = 0; i < d; ++i, ++j) {
-      const double c = row[i] - mean;
-      v[j] += c * c;
-    }
-    const double var = (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))) / double(d);
-    const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
-    const float m = static_cast<float>(mean);
-    for (i = 0; i < d; ++i) row[i] = (row[i] - m) * inv * g[i] + b[i];
-  }
-}
-
-#if defined(__x86_64__)
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))) void layer_norm_avx512(
-    float* x, const float* res, std::size_t rows, std::size_t d, const float* g, const float* b, double eps) noexcept {
-  layer_norm_body(x, res, rows, d, g, b, eps);
-}
-__attribute__((target("avx2,fma"))) void layer_norm_avx2(float* x, const float* res, std::size_t rows, std::size_t d,
-                                                         const float* g, const float* b, double eps) noexcept {
-  layer_norm_body(x, res, rows, d, g, b, eps);
-}
-#endif
-
 }  // namespace
-
-void layer_norm_rows(SimdLevel level, float* x, const float* residual, std::size_t rows, std::size_t d, const float* g,
-                     const float* b, double eps) {
-  kernels::require_supported(level);
-  switch (level) {
-#if defined(__x86_64__)
-    case SimdLevel::avx512: return layer_norm_avx512(x, residual, rows, d, g, b, eps);
-    case SimdLevel::avx2: return layer_norm_avx2(x, residual, rows, d, g, b, eps);
-#endif
-    case SimdLevel::scalar: break;
-    default: return layer_norm_body(x, residual, rows, d, g, b, eps);  // SSE2: the baseline's vectors
-  }
-  // Reference: one sequential chain per sum.
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* row = x + r * d;
-    if (residual)
-      for (std::size_t i = 0; i < d; ++i) row[i] += residual[r * d + i];
-    double s = 0;
-    for (std::size_t i = 0; i < d; ++i) s += row[i];
-    const double mean = s / double(d);
-    double v = 0;
-    for (std::size_t i = 0; i < d; ++i) {
-      const double c = row[i] - mean;
-      v += c * c;
-    }
-    const float inv = static_cast<float>(1.0 / std::sqrt(v / double(d) + eps));
-    const float m = static_cast<float>(mean);
-    for (std::size_t i = 0; i < d; ++i) row[i] = (row[i] - m) * inv * g[i] + b[i];
-  }
-}
-
-// The rational erf of kernels/gelu.hpp, branch-free so the loop vectorises; one clone per
-// instruction set. The forward fuses GELU into the FFN product (project_rows' gelu epilogue).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void gelu_inplace(float* v, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) v[i] = kernels::gelu_ref(v[i]);
-}
 
 BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
   json j;
@@ -145,7 +42,7 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
     throw Error(file + ": not valid JSON (" + e.what() + ")");
   }
   if (!j.is_object()) throw Error(file + ": expected a JSON object");
-  const std::string type = get_str(j, "model_type", file, "");
+  const std::string type = json_str(j, "model_type", file, "");
   bool bert = type == "bert";
   if (type.empty() && j.contains("architectures") && j["architectures"].is_array())
     for (const auto& a : j["architectures"])
@@ -155,19 +52,19 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
                 "'): headsep runs BERT encoders (model_type \"bert\")");
   if (j.contains("is_decoder") && j["is_decoder"].is_boolean() && j["is_decoder"].get<bool>())
     throw Error(file + ": unsupported: is_decoder is true (headsep runs BERT encoders)");
-  const std::string act = get_str(j, "hidden_act", file, "gelu");
+  const std::string act = json_str(j, "hidden_act", file, "gelu");
   if (act != "gelu")
     throw Error(file + ": unsupported activation hidden_act '" + act + "' (supported: \"gelu\", BERT's exact erf GELU)");
-  const std::string pos = get_str(j, "position_embedding_type", file, "absolute");
+  const std::string pos = json_str(j, "position_embedding_type", file, "absolute");
   if (pos != "absolute") throw Error(file + ": unsupported position_embedding_type '" + pos + "' (supported: \"absolute\")");
   BertConfig c;
-  c.vocab_size = get_uint(j, "vocab_size", file);
-  c.hidden = get_uint(j, "hidden_size", file);
-  c.layers = get_uint(j, "num_hidden_layers", file);
-  c.heads = get_uint(j, "num_attention_heads", file);
-  c.intermediate = get_uint(j, "intermediate_size", file);
-  c.max_positions = get_uint(j, "max_position_embeddings", file);
-  c.type_vocab_size = get_uint(j, "type_vocab_size", file, 2);
+  c.vocab_size = json_uint(j, "vocab_size", file);
+  c.hidden = json_uint(j, "hidden_size", file);
+  c.layers = json_uint(j, "num_hidden_layers", file);
+  c.heads = json_uint(j, "num_attention_heads", file);
+  c.intermediate = json_uint(j, "intermediate_size", file);
+  c.max_positions = json_uint(j, "max_position_embeddings", file);
+  c.type_vocab_size = json_uint(j, "type_vocab_size", file, 2);
   if (j.contains("layer_norm_eps")) {
     if (!j["layer_norm_eps"].is_number() || !(j["layer_norm_eps"].get<double>() > 0) ||
         !std::isfinite(j["layer_norm_eps"].get<double>()))
@@ -191,6 +88,10 @@ BertModel BertModel::load(const std::filesystem::path& dir) {
   m.cfg_ = BertConfig::parse(ss.str(), cfg_file);
   m.name_ = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
   const BertConfig& c = m.cfg_;
+  m.shape_.model_type = "bert";
+  m.shape_.vocab_size = c.vocab_size, m.shape_.hidden = c.hidden, m.shape_.layers = c.layers;
+  m.shape_.heads = m.shape_.kv_heads = c.heads, m.shape_.head_dim = c.head_dim();
+  m.shape_.max_positions = c.max_positions;
   const SafeTensors st(dir / "model.safetensors");
   std::string prefix;
   if (!st.contains("embeddings.word_embeddings.weight") && st.contains("bert.embeddings.word_embeddings.weight"))
