@@ -31,6 +31,16 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 
 
+def run_peer(a, model, ids_path, n, b, hidden_path):
+    """headsep's side (bench/model_peer): its JSON line."""
+    out = subprocess.run([a.peer, "--model", model, "--ids", ids_path, "--n", str(n), "--batch", str(b),
+                          "--threads", str(a.threads), "--repeat", str(a.repeat), "--hidden", hidden_path],
+                         capture_output=True, text=True)
+    if out.returncode:
+        sys.exit(f"model_peer failed: {out.stderr}")
+    return json.loads(out.stdout)
+
+
 def torch_bert(w, cfg):
     D, H, L = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_hidden_layers"]
     dh, eps = D // H, cfg.get("layer_norm_eps", 1e-12)
@@ -169,12 +179,7 @@ def run_decoder(a):
             ids = rng.integers(0, cfg.vocab_size, size=(batches * b, n)).astype(np.uint32)
             path, hid = os.path.join(tmp, "ids.bin"), os.path.join(tmp, "hidden.bin")
             ids.tofile(path)
-            out = subprocess.run([a.peer, "--model", folder, "--ids", path, "--n", str(n), "--batch", str(b),
-                                  "--threads", str(a.threads), "--repeat", str(a.repeat), "--hidden", hid],
-                                 capture_output=True, text=True)
-            if out.returncode:
-                sys.exit(f"model_peer failed: {out.stderr}")
-            hs = json.loads(out.stdout)
+            hs = run_peer(a, folder, path, n, b, hid)
             t = torch.from_numpy(ids.astype(np.int64))
             t_hf = batches * b * n / best_time(hf, t, batches, b, a.repeat)
             t_pl = batches * b * n / best_time(plain, t, batches, b, a.repeat)
@@ -222,12 +227,7 @@ def main():
             ids[:, 0], ids[:, -1] = 101, 102
             path, hid = os.path.join(tmp, "ids.bin"), os.path.join(tmp, "hidden.bin")
             ids.tofile(path)
-            out = subprocess.run([a.peer, "--model", a.model, "--ids", path, "--n", str(n), "--batch", str(b),
-                                  "--threads", str(a.threads), "--repeat", str(a.repeat), "--hidden", hid],
-                                 capture_output=True, text=True)
-            if out.returncode:
-                sys.exit(f"model_peer failed: {out.stderr}")
-            hs = json.loads(out.stdout)
+            hs = run_peer(a, a.model, path, n, b, hid)
             t = torch.from_numpy(ids.astype(np.int64))
             best = 1e300
             with torch.inference_mode():

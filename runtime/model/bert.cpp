@@ -1,5 +1,5 @@
 // BERT encoder forward pass (see bert.hpp). Reports are processed in groups of consecutive
-// reports (about kGroupTokens tokens): the four products of each layer run over the whole group
+// reports (about 512 tokens, model::for_each_group): the four products of each layer run over the whole group
 // at once (kernels::project_rows, the packed-panel kernel AttentionPlan uses), the attention per
 // report through the fused kernel (attention_report), which also measures every head.
 //
@@ -29,8 +29,6 @@ using model::json;
 using model::json_str;
 using model::json_uint;
 using model::pack_linear;
-
-constexpr std::size_t kGroupTokens = 512;  ///< tokens per group of reports (a longer report alone)
 
 }  // namespace
 
@@ -165,61 +163,24 @@ void BertModel::forward(const std::uint32_t* ids, const std::uint64_t* token_off
                         float* all_hidden) const {
   if (n_reports == 0) return;
   kernels::require_supported(level);
-  if (layers.size() != cfg_.layers)
-    throw Error("bert: " + std::to_string(layers.size()) + " layer outputs for " + std::to_string(cfg_.layers) + " layers");
-  const std::size_t P = std::size_t(cfg_.heads) * (cfg_.heads - 1) / 2;
-  for (const auto& o : layers)
-    if (!o.head_stats || (axes && !o.context) || (P && !o.pair_stats) || o.stride < n_reports ||
-        (o.maps && !o.maps_offset))
-      throw Error("bert: every layer output needs head_stats, context (with axes), pair_stats and stride >= reports");
-  for (std::size_t r = 0; r < n_reports; ++r) {
-    const std::uint64_t n = token_offset[r + 1] - token_offset[r];
-    if (n > cfg_.max_positions)
-      throw Error("bert: report " + std::to_string(r) + " has " + std::to_string(n) + " tokens, over the model's " +
-                  std::to_string(cfg_.max_positions) + " positions");
-    for (std::uint64_t t = token_offset[r]; t < token_offset[r + 1]; ++t)
-      if (ids[t] >= cfg_.vocab_size)
-        throw Error("bert: token id " + std::to_string(ids[t]) + " is outside the vocabulary (" +
-                    std::to_string(cfg_.vocab_size) + " tokens)");
-  }
+  model::check_forward(shape_, ids, token_offset, n_reports, axes, layers);
   const std::size_t total = token_offset[n_reports] - token_offset[0];
-  for (std::size_t r0 = 0; r0 < n_reports;) {
-    std::size_t r1 = r0, tokens = 0;
-    while (r1 < n_reports) {
-      const std::size_t n = token_offset[r1 + 1] - token_offset[r1];
-      if (r1 > r0 && tokens + n > kGroupTokens) break;
-      tokens += n;
-      ++r1;
-    }
+  model::for_each_group(token_offset, n_reports, [&](std::size_t r0, std::size_t r1, std::size_t) {
     run_group(ids, token_offset, r0, r1, axes, axis, level, layers, hidden, all_hidden, total, s);
-    r0 = r1;
-  }
+  });
 }
 
 void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
                           std::uint32_t axes, const float* const* axis, SimdLevel level,
                           const std::vector<BertLayerOut>& layers, float* hidden, float* all_hidden,
                           std::size_t total_tokens, BertScratch& s) const {
-  const std::size_t D = cfg_.hidden, I = cfg_.intermediate, H = cfg_.heads, dh = cfg_.head_dim(), H1 = H + 1;
+  const std::size_t D = cfg_.hidden, I = cfg_.intermediate, H = cfg_.heads, dh = cfg_.head_dim();
   const std::uint64_t t0 = token_offset[r0], base = token_offset[0];
   const std::size_t T = token_offset[r1] - t0;
+  const AttentionReport in = model::rows_view(static_cast<std::uint32_t>(H), 3 * D, cols_, MaskKind::none, axes);
   if (T == 0) {  // only empty reports: zero metrics (the kernel's convention for n = 0)
-    AttentionReport in;
-    in.heads = static_cast<std::uint32_t>(H);
-    in.q_col = cols_.data(), in.k_col = cols_.data() + H1, in.v_col = cols_.data() + 2 * H1;
-    in.dk = cols_.data() + 3 * H1, in.dv = cols_.data() + 4 * H1;
-    in.axes = axes;
-    std::vector<const float*> ax(axes, nullptr);
-    in.axis = ax.data();
     for (std::size_t l = 0; l < layers.size(); ++l)
-      for (std::size_t r = r0; r < r1; ++r) {
-        AttentionReportOut ro;
-        ro.context = layers[l].context ? layers[l].context + r : nullptr;
-        ro.head_stats = layers[l].head_stats + r;
-        ro.pair_stats = layers[l].pair_stats ? layers[l].pair_stats + r : nullptr;
-        ro.stride = layers[l].stride;
-        attention_report(in, ro, level, s.attention);
-      }
+      model::attend_reports(in, token_offset, r0, r1, nullptr, axis, layers[l], level, dh, nullptr, s);
     return;
   }
   s.x.resize(T * D);
@@ -239,15 +200,6 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
   layer_norm_rows(level, x, nullptr, T, D, emb_g_.data(), emb_b_.data(), cfg_.layer_norm_eps);
   if (all_hidden) std::memcpy(all_hidden + (t0 - base) * D, x, T * D * sizeof(float));
 
-  AttentionReport in;
-  in.heads = static_cast<std::uint32_t>(H);
-  in.ld = 3 * D;
-  in.q_col = cols_.data(), in.k_col = cols_.data() + H1, in.v_col = cols_.data() + 2 * H1;
-  in.dk = cols_.data() + 3 * H1, in.dv = cols_.data() + 4 * H1;
-  in.axes = axes;
-  std::vector<const float*> ax(axes);
-  in.axis = ax.data();
-
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     const BertLayerOut& o = layers[l];
@@ -255,27 +207,7 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
     // the last layer's, layer 0's for the next group of reports.
     const float* next_qkv = layers_[(l + 1) % layers_.size()].qkv.get();
     kernels::project_rows(level, x, D, T, D, L.qkv.get(), 3 * D, s.qkv.data(), 3 * D, L.out.get(), D);
-    for (std::size_t r = r0; r < r1; ++r) {
-      const std::uint64_t b = token_offset[r];
-      const std::size_t n = token_offset[r + 1] - b;
-      in.n = static_cast<std::uint32_t>(n);
-      in.qkv = s.qkv.data() + (b - t0) * 3 * D;
-      for (std::uint32_t c = 0; c < axes; ++c) ax[c] = axis[c] + b;
-      s.heads_out.resize(n * H * dh);
-      AttentionReportOut ro;
-      ro.context = o.context ? o.context + r : nullptr;
-      ro.head_stats = o.head_stats + r;
-      ro.pair_stats = o.pair_stats ? o.pair_stats + r : nullptr;
-      ro.stride = o.stride;
-      ro.maps = o.maps ? o.maps + o.maps_offset[r] : nullptr;
-      ro.head_out = s.heads_out.data();
-      attention_report(in, ro, level, s.attention);
-      // concat_h(O_h), heads 1..H: block h is n x dh (the baseline has none).
-      const float* o1 = s.heads_out.data();
-      float* c = s.ctx.data() + (b - t0) * D;
-      for (std::size_t q = 0; q < n; ++q)
-        for (std::size_t h = 0; h < H; ++h) std::memcpy(c + q * D + h * dh, o1 + (h * n + q) * dh, dh * sizeof(float));
-    }
+    model::attend_reports(in, token_offset, r0, r1, s.qkv.data(), axis, o, level, dh, s.ctx.data(), s);
     kernels::project_rows(level, s.ctx.data(), D, T, D, L.out.get(), D, s.h1.data(), D, L.ffn1.get(), D);
     layer_norm_rows(level, s.h1.data(), x, T, D, L.ln1_g.data(), L.ln1_b.data(), cfg_.layer_norm_eps);
     kernels::project_rows(level, s.h1.data(), D, T, D, L.ffn1.get(), I, s.inter.data(), I, L.ffn2.get(), I, true);

@@ -1,11 +1,15 @@
 // Layers the architectures share (headsep/architecture.hpp): LayerNorm (BERT, GPT-2) with its
-// vector levels, RMSNorm (Llama), the GELUs (BERT's erf, GPT-2's tanh) and SwiGLU (Llama).
+// vector levels, RMSNorm (Llama), the GELUs (BERT's erf, GPT-2's tanh) and SwiGLU (Llama); and
+// the forward passes' shared steps (model/weights.hpp): input checks, the attention per report.
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 
 #include "headsep/architecture.hpp"
+#include "headsep/error.hpp"
 #include "kernels/attention_simd.hpp"
 #include "kernels/gelu.hpp"
+#include "model/weights.hpp"
 
 namespace headsep {
 namespace {
@@ -121,4 +125,74 @@ void swiglu_rows(const float* gu, float* out, std::size_t rows, std::size_t n) n
   }
 }
 
+namespace model {
+
+void check_forward(const ModelShape& shape, const std::uint32_t* ids, const std::uint64_t* token_offset,
+                   std::size_t n_reports, std::uint32_t axes, const std::vector<AttentionOut>& layers) {
+  const std::string& type = shape.model_type;
+  if (layers.size() != shape.layers)
+    throw Error(type + ": " + std::to_string(layers.size()) + " layer outputs for " + std::to_string(shape.layers) +
+                " layers");
+  const std::size_t P = std::size_t(shape.heads) * (shape.heads - 1) / 2;
+  for (const auto& o : layers)
+    if (!o.head_stats || (axes && !o.context) || (P && !o.pair_stats) || o.stride < n_reports ||
+        (o.maps && !o.maps_offset))
+      throw Error(type + ": every layer output needs head_stats, context (with axes), pair_stats and stride >= reports");
+  for (std::size_t r = 0; r < n_reports; ++r) {
+    const std::uint64_t n = token_offset[r + 1] - token_offset[r];
+    if (n > shape.max_positions)
+      throw Error(type + ": report " + std::to_string(r) + " has " + std::to_string(n) + " tokens, over the model's " +
+                  std::to_string(shape.max_positions) + " " + shape.length_limit);
+    for (std::uint64_t t = token_offset[r]; t < token_offset[r + 1]; ++t)
+      if (ids[t] >= shape.vocab_size)
+        throw Error(type + ": token id " + std::to_string(ids[t]) + " is outside the vocabulary (" +
+                    std::to_string(shape.vocab_size) + " tokens)");
+  }
+}
+
+AttentionReport rows_view(std::uint32_t heads, std::size_t ld, const std::vector<std::uint32_t>& cols, MaskKind mask,
+                          std::uint32_t axes) {
+  const std::size_t H1 = std::size_t(heads) + 1;
+  AttentionReport in;
+  in.heads = heads;
+  in.ld = ld;
+  in.q_col = cols.data(), in.k_col = cols.data() + H1, in.v_col = cols.data() + 2 * H1;
+  in.dk = cols.data() + 3 * H1, in.dv = cols.data() + 4 * H1;
+  in.config.mask = mask;
+  in.axes = axes;
+  return in;
+}
+
+void attend_reports(AttentionReport in, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
+                    const float* qkv, const float* const* axis, const AttentionOut& o, SimdLevel level, std::size_t dh,
+                    float* ctx, ModelScratch& s) {
+  const std::size_t H = in.heads, W = H * dh;
+  const std::uint64_t t0 = token_offset[r0];
+  std::vector<const float*> ax(in.axes);
+  in.axis = ax.data();
+  for (std::size_t r = r0; r < r1; ++r) {
+    const std::uint64_t b = token_offset[r];
+    const std::size_t n = token_offset[r + 1] - b;
+    in.n = static_cast<std::uint32_t>(n);
+    in.qkv = qkv + (b - t0) * in.ld;
+    for (std::uint32_t c = 0; c < in.axes; ++c) ax[c] = axis[c] + b;
+    s.heads_out.resize(n * W);
+    AttentionReportOut ro;
+    ro.context = o.context ? o.context + r : nullptr;
+    ro.head_stats = o.head_stats + r;
+    ro.pair_stats = o.pair_stats ? o.pair_stats + r : nullptr;
+    ro.stride = o.stride;
+    ro.maps = o.maps ? o.maps + o.maps_offset[r] : nullptr;
+    ro.head_out = ctx ? s.heads_out.data() : nullptr;
+    attention_report(in, ro, level, s.attention);
+    if (!ctx) continue;
+    // concat_h(O_h), heads 1..H: block h is n x dh (the baseline has none).
+    const float* o1 = s.heads_out.data();
+    float* c = ctx + (b - t0) * W;
+    for (std::size_t q = 0; q < n; ++q)
+      for (std::size_t h = 0; h < H; ++h) std::memcpy(c + q * W + h * dh, o1 + (h * n + q) * dh, dh * sizeof(float));
+  }
+}
+
+}  // namespace model
 }  // namespace headsep

@@ -38,10 +38,12 @@ double json_positive(const json& j, const char* key, const std::string& file, do
   return v.get<double>();
 }
 
-json read_config(const std::filesystem::path& dir, std::string& file) {
-  file = (dir / "config.json").string();
-  std::ifstream in(dir / "config.json", std::ios::binary);
-  if (!in) throw Error(file + ": cannot open (a model folder needs config.json and model.safetensors)");
+namespace {
+/// FILE parsed as a JSON object; `missing` completes "FILE: cannot open".
+json read_object(const std::filesystem::path& path, const std::string& missing) {
+  const std::string file = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(file + ": cannot open" + missing);
   std::ostringstream ss;
   ss << in.rdbuf();
   json j;
@@ -52,6 +54,12 @@ json read_config(const std::filesystem::path& dir, std::string& file) {
   }
   if (!j.is_object()) throw Error(file + ": expected a JSON object");
   return j;
+}
+}  // namespace
+
+json read_config(const std::filesystem::path& dir, std::string& file) {
+  file = (dir / "config.json").string();
+  return read_object(dir / "config.json", " (a model folder needs config.json and model.safetensors)");
 }
 
 std::string folder_name(const std::filesystem::path& dir) {
@@ -73,16 +81,8 @@ FolderWeights::FolderWeights(const std::filesystem::path& dir) {
     return;
   }
   index_ = index.string();
-  std::ifstream in(index, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  json j;
-  try {
-    j = json::parse(ss.str());
-  } catch (const json::exception& e) {
-    throw Error(index_ + ": not valid JSON (" + e.what() + ")");
-  }
-  if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+  const json j = read_object(index, "");
+  if (!j.contains("weight_map") || !j["weight_map"].is_object())
     throw Error(index_ + ": expected an object with a 'weight_map' object (tensor name -> shard file)");
   std::map<std::string, std::size_t> shard;
   for (const auto& [tensor, f] : j["weight_map"].items()) {

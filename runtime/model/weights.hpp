@@ -48,6 +48,42 @@ class FolderWeights {
   std::string index_;                                      // the index file, for messages ("" = one file)
 };
 
+// ---- the forward passes' shared steps (layers.cpp) ----
+
+/// Architecture::forward's checks of its arguments: the layer outputs, ids in the vocabulary,
+/// reports within max_positions. Messages start with shape.model_type ("bert: ...").
+void check_forward(const ModelShape& shape, const std::uint32_t* ids, const std::uint64_t* token_offset,
+                   std::size_t n_reports, std::uint32_t axes, const std::vector<AttentionOut>& layers);
+
+/// Groups of consecutive reports of about 512 tokens (a longer report alone): fn(r0, r1, tokens).
+/// A token's results never depend on its group (the panel kernel's rows are independent).
+template <class F>
+void for_each_group(const std::uint64_t* token_offset, std::size_t n_reports, F&& fn) {
+  constexpr std::size_t kGroupTokens = 512;
+  for (std::size_t r0 = 0; r0 < n_reports;) {
+    std::size_t r1 = r0, tokens = 0;
+    while (r1 < n_reports) {
+      const std::size_t n = token_offset[r1 + 1] - token_offset[r1];
+      if (r1 > r0 && tokens + n > kGroupTokens) break;
+      tokens += n;
+      ++r1;
+    }
+    fn(r0, r1, tokens);
+    r0 = r1;
+  }
+}
+
+/// The fused kernel's view of a model's projected rows: H heads + the baseline, rows of `ld`
+/// floats, `cols` the head table (q_col, k_col, v_col, dk, dv: 5 rows of H+1).
+AttentionReport rows_view(std::uint32_t heads, std::size_t ld, const std::vector<std::uint32_t>& cols, MaskKind mask,
+                          std::uint32_t axes);
+
+/// Per report of [r0, r1) (the group's rows start at token_offset[r0]): the fused kernel on `qkv`
+/// into layer output `o`; `ctx` (rows of H·dh, nullptr = none) gets concat_h(O_h), heads 1..H.
+void attend_reports(AttentionReport in, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
+                    const float* qkv, const float* const* axis, const AttentionOut& o, SimdLevel level, std::size_t dh,
+                    float* ctx, ModelScratch& s);
+
 /// The decoders' layer loop, grouping and attention (decoder.cpp). A decoder's projected rows are
 /// [Q (H·dh) | K, one copy per query head (H·dh) | V (KV·dh)]: head h reads Q_h, the K of its
 /// key/value head and that head's V; the baseline (head 0) all of Q against all of K, width H·dh.
@@ -78,9 +114,6 @@ class Decoder : public Architecture {
   /// Products of one token per layer (multiply-adds, the K copies not counted), for flops().
   virtual double layer_macs() const noexcept = 0;
 
-  /// Per report of the group: the fused kernel on s.qkv (causal) into layer `o`; s.ctx [T][H·dh]
-  /// gets concat_h(O_h).
-  void attend(const Group& g, const AttentionOut& o, ModelScratch& s) const;
   void set_heads();  ///< cols_ from shape_ (call at the end of load)
   std::size_t qkv_ld() const noexcept { return std::size_t(shape_.heads) * shape_.head_dim * 2 + kv_width(); }
   std::size_t kv_width() const noexcept { return std::size_t(shape_.kv_heads) * shape_.head_dim; }
