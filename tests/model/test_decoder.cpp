@@ -146,7 +146,7 @@ TEST_CASE("bf16 weights, sharded folders, llama3 rotary scaling, Qwen2 biases", 
   check_fixture("qwen2");
 }
 
-TEST_CASE("Mistral: reports within the sliding window match; longer ones are refused by name", "[decoder]") {
+TEST_CASE("Mistral: reports within the sliding window match, longer ones are refused by name", "[decoder]") {
   check_fixture("mistral", 8);
   const auto m = load_model(fixture("mistral"));
   CHECK(m->shape().max_positions == 8);
@@ -160,7 +160,7 @@ TEST_CASE("Mistral: reports within the sliding window match; longer ones are ref
                     Catch::Contains("9 tokens, over the model's 8 tokens of its sliding_window"));
 }
 
-TEST_CASE("Decoder reports grouped or alone give the same bits; empty reports are zeros", "[decoder]") {
+TEST_CASE("Decoder reports grouped or alone give the same bits, empty reports are zeros", "[decoder]") {
   for (const char* name : {"gpt2", "llama"}) {
     const auto m = load_model(fixture(name));
     const SafeTensors ref(fixture(name) / "reference.safetensors");
