@@ -165,7 +165,8 @@ def run_decoder(a):
         folder = os.path.join(tmp, a.arch)
         model, cfg = make_decoder(a.arch, folder)
         plain = torch_decoder(model, a.arch, cfg)
-        hf = lambda ids: model(ids, output_attentions=True, use_cache=False)
+        base = model.base_model  # no LM head: headsep computes no logits either
+        hf = lambda ids: base(ids, output_attentions=True, use_cache=False)
         print(f"torch {torch.__version__}, {a.threads} threads, {a.arch} 768 x 12 heads x 4 layers (random init); "
               f"headsep = forward + every head metric; hf = transformers eager, output_attentions=True; "
               f"torch = plain forward keeping the maps")
@@ -184,7 +185,7 @@ def run_decoder(a):
             t_hf = batches * b * n / best_time(hf, t, batches, b, a.repeat)
             t_pl = batches * b * n / best_time(plain, t, batches, b, a.repeat)
             with torch.inference_mode():
-                ref = model(t[:1], output_hidden_states=True).hidden_states[-1]
+                ref = base(t[:1], use_cache=False).last_hidden_state
                 ref2, _ = plain(t[:1])
             mine = np.fromfile(hid, dtype=np.float32).reshape(n, -1)
             diff = max(float(np.abs(mine - ref[0].numpy()).max()), float(np.abs(mine - ref2[0].numpy()).max()))
