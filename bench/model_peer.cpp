@@ -1,9 +1,9 @@
-// headsep's side of bench/model_peers.py: the BERT forward pass plus every head metric (every
+// headsep's side of bench/model_peers.py: the forward pass (any architecture, load_model) plus every head metric (every
 // layer, every head and pair, contexts on one axis) over a file of token ids, reports of equal
 // length in batches, batches in parallel on oneTBB with --threads workers (a batch split when there are fewer batches than threads).
 //   model_peer --model DIR --ids FILE --n TOKENS --batch B --threads T [--repeat K] [--hidden OUT]
 // FILE: uint32 little-endian ids, reports back to back. Prints one JSON line: seconds (best of
-// K runs), tokens/s, GFLOP/s of the forward (flops() of bert.hpp), the fp32 peak per core.
+// K runs), tokens/s, GFLOP/s of the forward (flops() of architecture.hpp), the fp32 peak per core.
 // --hidden OUT writes the last hidden state of report 0 (n x hidden f32) for the peer to compare.
 #include <tbb/enumerable_thread_specific.h>
 
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "headsep/attention.hpp"
-#include "headsep/bert.hpp"
+#include "headsep/architecture.hpp"
 #include "headsep/kernels.hpp"
 
 using namespace headsep;
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const BertModel m = BertModel::load(model_dir);
+    const auto model = load_model(model_dir);
+    const Architecture& m = *model;
     std::ifstream in(ids_file, std::ios::binary | std::ios::ate);
     if (!in) throw std::runtime_error(ids_file + ": cannot open");
     const std::size_t bytes = static_cast<std::size_t>(in.tellg());
@@ -56,23 +57,23 @@ int main(int argc, char** argv) {
     in.seekg(0);
     in.read(reinterpret_cast<char*>(ids.data()), static_cast<std::streamsize>(ids.size() * 4));
     const std::size_t reports = ids.size() / n, batches = (reports + batch - 1) / batch;
-    const auto& c = m.config();
+    const ModelShape& c = m.shape();
     const std::size_t L = c.layers, H = c.heads, H1 = H + 1, P = H * (H - 1) / 2;
     std::vector<float> axis(ids.size());
     for (std::size_t t = 0; t < axis.size(); ++t) axis[t] = static_cast<float>(t % 3);
     const SimdLevel level = default_level();
     tbb::global_control gc(tbb::global_control::max_allowed_parallelism, threads);
     struct Scratch {
-      BertScratch bert;
+      ModelScratch bert;
       std::vector<std::vector<double>> ctx, hs, ps;
-      std::vector<BertLayerOut> outs;
+      std::vector<AttentionOut> outs;
       std::vector<std::uint64_t> off;
     };
     tbb::enumerable_thread_specific<Scratch> tls;
     double sum = 0;  // every metric is read, so none is optimised away
     // Fewer batches than threads (16 x 1024 is one batch): each batch is split into equal parts,
     // one task each, so every thread has work as torch's intra-op threads do. Grouping changes no
-    // bit of the results (BertModel::forward), only the products' row counts.
+    // bit of the results (Architecture::forward), only the products' row counts.
     const std::size_t parts = std::max<std::size_t>(1, (threads + batches - 1) / batches);
     auto one_run = [&] {
       tbb::parallel_for(std::size_t(0), batches * parts, [&](std::size_t task) {
@@ -109,12 +110,12 @@ int main(int argc, char** argv) {
       std::vector<float> hidden(n * c.hidden);
       std::vector<std::vector<double>> ctx(L, std::vector<double>(H1)), hs(L, std::vector<double>(H1 * kHeadStats)),
           ps(L, std::vector<double>(P * kPairStats));
-      std::vector<BertLayerOut> outs(L);
+      std::vector<AttentionOut> outs(L);
       for (std::size_t l = 0; l < L; ++l)
         outs[l].context = ctx[l].data(), outs[l].head_stats = hs[l].data(), outs[l].pair_stats = ps[l].data(), outs[l].stride = 1;
       const std::uint64_t off[2] = {0, n};
       const float* ax[1] = {axis.data()};
-      BertScratch s;
+      ModelScratch s;
       m.forward(ids.data(), off, 1, 1, ax, level, outs, hidden.data(), s);
       std::ofstream(hidden_file, std::ios::binary).write(reinterpret_cast<const char*>(hidden.data()),
                                                          static_cast<std::streamsize>(hidden.size() * sizeof(float)));

@@ -4,6 +4,8 @@
 # from the venv (HEADSEP_BENCH_VENV, default .venv-bench, made on first use: ~5.5 GB of wheels,
 # never part of the tests).
 # Usage: bench/run_model_peers.sh [--threads 2] [--shapes 64x64,128x32,16x1024,64x1]
+#        bench/run_model_peers.sh --arch gpt2|llama [--shapes 128x32,128x1]   (random-init decoders
+#        made at run time; also needs transformers, installed into the venv on first use)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 source "$here/scripts/setup.sh"
@@ -13,6 +15,10 @@ venv=${HEADSEP_BENCH_VENV:-$here/.venv-bench}
 if ! "$venv/bin/python" -c "import numpy, torch, safetensors" 2>/dev/null; then
   echo "model peers: installing numpy torch safetensors into $venv (first use)" >&2
   "$venv/bin/pip" install -q numpy torch safetensors
+fi
+if [[ " $* " == *" --arch gpt2 "* || " $* " == *" --arch llama "* ]] && ! "$venv/bin/python" -c "import transformers" 2>/dev/null; then
+  echo "model peers: installing transformers into $venv (first use, decoders)" >&2
+  "$venv/bin/pip" install -q transformers
 fi
 exec env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$venv/bin/python" "$here/bench/model_peers.py" \
   --model "$model" --peer "$HEADSEP_BUILD/bench/model_peer" "$@"

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "headsep/architecture.hpp"
 #include "headsep/attention.hpp"
 #include "headsep/kernels.hpp"
 
@@ -45,13 +46,10 @@ struct BertConfig {
 /// AttentionOut::output is not used.
 using BertLayerOut = AttentionOut;
 
-/// Per-thread working memory, reused across calls.
-struct BertScratch {
-  std::vector<float> x, qkv, ctx, h1, inter, heads_out;
-  AttentionScratch attention;
-};
+/// Per-thread working memory, reused across calls (every architecture's).
+using BertScratch = ModelScratch;
 
-class BertModel {
+class BertModel final : public Architecture {
  public:
   /// Loads DIR/config.json and DIR/model.safetensors. Every tensor the encoder needs is checked
   /// (name, dtype readable as f32, shape from the config, finite values) before anything runs;
@@ -59,7 +57,8 @@ class BertModel {
   static BertModel load(const std::filesystem::path& dir);
 
   const BertConfig& config() const noexcept { return cfg_; }
-  const std::string& name() const noexcept { return name_; }
+  const ModelShape& shape() const noexcept override { return shape_; }
+  const std::string& name() const noexcept override { return name_; }
 
   /// Forward pass for reports [0, n_reports): ids of report r at ids[token_offset[r] ..
   /// token_offset[r+1]); axis[c][token] the context axes (indexed like ids). `layers` has
@@ -69,11 +68,11 @@ class BertModel {
   /// the vocabulary or a report is longer than max_positions. Thread-safe (const) with distinct scratch.
   void forward(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t n_reports, std::uint32_t axes,
                const float* const* axis, SimdLevel level, const std::vector<BertLayerOut>& layers, float* hidden,
-               BertScratch& scratch, float* all_hidden = nullptr) const;
+               BertScratch& scratch, float* all_hidden = nullptr) const override;
 
   /// Multiply-adds x 2 of one forward pass over reports of these lengths (the products and the
   /// attention of heads 1..H; the baseline and metrics not counted), for GFLOP/s.
-  double flops(const std::uint64_t* token_offset, std::size_t n_reports) const noexcept;
+  double flops(const std::uint64_t* token_offset, std::size_t n_reports) const noexcept override;
 
  private:
   struct Layer {
@@ -85,19 +84,13 @@ class BertModel {
                  float* hidden, float* all_hidden, std::size_t total_tokens, BertScratch& s) const;
 
   BertConfig cfg_;
+  ModelShape shape_;
   std::string name_;
   std::vector<float> word_, pos_, type_, emb_g_, emb_b_;
   std::vector<Layer> layers_;
   std::vector<std::uint32_t> cols_;  // the kernel's head table: q_col, k_col, v_col, dk, dv (5 rows of H+1)
 };
 
-/// LayerNorm in place, row by row (rows x d): x += residual first when not null, then
-/// (x - mean) / sqrt(var + eps) · g + b, mean and variance summed in double. At `level`: the scalar
-/// reference sums in one chain, the vector levels in 8 interleaved partial sums (within rounding).
-void layer_norm_rows(SimdLevel level, float* x, const float* residual, std::size_t rows, std::size_t d, const float* g,
-                     const float* b, double eps);
-
-/// BERT's GELU, 0.5 x (1 + erf(x / √2)), in place (vectorised; |error| < 1e-6 vs the exact one).
-void gelu_inplace(float* x, std::size_t n) noexcept;
+// layer_norm_rows and gelu_inplace: headsep/architecture.hpp (shared by every architecture).
 
 }  // namespace headsep

@@ -1,8 +1,9 @@
-// headsep — a real model's heads over a report stream: every (layer, head) of a BERT encoder
-// measured on every report, aggregated per scenario.
+// headsep — a real model's heads over a report stream: every (layer, head) of a model (BERT
+// encoder, GPT-2 or Llama-family decoder: architecture.hpp) measured on every report, aggregated
+// per scenario.
 //
-//   BertModel m = BertModel::load(dir);
-//   ModelSummary s = run_model(*source, m, axes, {.threads = 2});   // source: text / ops-text
+//   std::unique_ptr<Architecture> m = load_model(dir);
+//   ModelSummary s = run_model(*source, *m, axes, {.threads = 2});   // source: text / ops-text
 //   std::cout << s.table();  write(s.json());
 //
 // The source must give each token's vocabulary id as the feature `token_id` (the text and
@@ -33,7 +34,7 @@
 #include <vector>
 
 #include "headsep/axes.hpp"
-#include "headsep/bert.hpp"
+#include "headsep/architecture.hpp"
 #include "headsep/kernels.hpp"
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
@@ -126,10 +127,10 @@ struct ModelSummary {
 
 /// Throws Error naming the report on bad input (no token_id column, an id that is not an
 /// integer of the vocabulary, a report over the model's positions).
-ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisMap& axes, const ModelRunOptions& options);
+ModelSummary run_model(ReportSource& source, const Architecture& model, const AxisMap& axes, const ModelRunOptions& options);
 
 /// What a sink of ModelRunOptions::sinks needs up front (make_writer's RunInfo): the axes, the
 /// model's heads per layer, attention statistics, its layers.
-RunInfo model_run_info(const BertModel& model, const AxisMap& axes);
+RunInfo model_run_info(const Architecture& model, const AxisMap& axes);
 
 }  // namespace headsep

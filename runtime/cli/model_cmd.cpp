@@ -14,7 +14,7 @@
 
 #include "cli/commands.hpp"
 #include "headsep/attention.hpp"
-#include "headsep/bert.hpp"
+#include "headsep/architecture.hpp"
 #include "headsep/error.hpp"
 #include "headsep/model_run.hpp"
 #include "headsep/output.hpp"
@@ -169,7 +169,7 @@ int model_cmd(const RunArgs& a) {
   ModelJob job = open_model_job(a, report);
   const std::string& axes_spec = job.axes_spec;
   const RunOptions& ro = job.run;
-  const BertModel& model = *job.model;
+  const Architecture& model = *job.model;
   ModelRunOptions& mo = job.options;
   ReportSource* const source = job.source.get();
   const AxisMap& axes = *job.axes;

@@ -85,7 +85,7 @@ void serve(ReportSource& source, const Weighting& weighting, const AxisMap& axes
 /// Ranks 1..K-1 of a `run --model` job: compute this rank's share through run_model (every
 /// chunk's rows, token ids and dumps go to rank 0, whose make_merger(source, true) takes them);
 /// returns when the run is over. `options.sinks` and `options.exchange` are set here.
-void serve_model(ReportSource& source, const BertModel& model, const AxisMap& axes, ModelRunOptions options);
+void serve_model(ReportSource& source, const Architecture& model, const AxisMap& axes, ModelRunOptions options);
 
 /// --mpi-rows offsets, every rank, before serve()/make_merger(): the rows' format and columns.
 void set_offset_rows(Format format, const RunInfo& info);

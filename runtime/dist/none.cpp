@@ -16,7 +16,7 @@ std::string where() { return {}; }
 void fail(const std::string&, int) {}
 std::unique_ptr<ChunkExchange> make_merger(const ReportSource&, bool) { return nullptr; }
 void serve(ReportSource&, const Weighting&, const AxisMap&, RunOptions, bool) {}
-void serve_model(ReportSource&, const BertModel&, const AxisMap&, ModelRunOptions) {}
+void serve_model(ReportSource&, const Architecture&, const AxisMap&, ModelRunOptions) {}
 void print_stats(const Options&) {}
 void set_offset_rows(Format, const RunInfo&) {}
 std::unique_ptr<ResultSink> offset_rows_sink(ChunkExchange&, ResultWriter&, OutputFile&) { return nullptr; }

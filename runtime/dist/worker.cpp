@@ -114,7 +114,7 @@ class Received final : public ReportSource {
 
 }  // namespace
 
-void serve_model(ReportSource& source, const BertModel& model, const AxisMap& axes, ModelRunOptions opt) {
+void serve_model(ReportSource& source, const Architecture& model, const AxisMap& axes, ModelRunOptions opt) {
   Share share;
   Forward forward(true);  // the model's summary reads contexts and pair distances: every row travels
   opt.exchange = &share;

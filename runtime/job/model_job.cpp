@@ -15,7 +15,7 @@ ModelJob open_model_job(const JobArgs& a, bool report, const std::filesystem::pa
   job.axes_spec = a.axes == kSeedAxes ? "decision=decision_axis;evidence=evidence_axis;condition=condition_axis" : a.axes;
   auto specs = parse_axes(job.axes_spec);
   job.run = run_options(a);
-  job.model.emplace(BertModel::load(a.model));  // every model error before anything is opened or written
+  job.model = load_model(a.model);  // every model error before anything is opened or written
   PluginRegistry registry = load_registry(a.plugin_dirs, builtin);
   const PluginInfo& sp = registry.require(a.scenario, PluginKind::scenario);
   std::vector<std::string> params = a.params;

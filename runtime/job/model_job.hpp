@@ -1,4 +1,4 @@
-// A `--model` job opened: the BERT encoder, the text source and the axes (the model's three
+// A `--model` job opened: the model (BERT encoder or decoder), the text source and the axes (the model's three
 // relations unless the job names axes), with every error before anything runs or is written.
 // The CLI (cli/model_cmd.cpp) and the Python module (headsep.model(...).run) share it.
 #pragma once
@@ -7,14 +7,14 @@
 #include <optional>
 #include <string>
 
-#include "headsep/bert.hpp"
+#include "headsep/architecture.hpp"
 #include "headsep/model_run.hpp"
 #include "job/job.hpp"
 
 namespace headsep::job {
 
 struct ModelJob {
-  std::optional<BertModel> model;
+  std::unique_ptr<Architecture> model;  ///< load_model: BERT, GPT-2 or a Llama-family decoder
   std::unique_ptr<ReportSource> source;
   std::optional<AxisMap> axes;
   ModelRunOptions options;

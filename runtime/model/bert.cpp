@@ -1,5 +1,5 @@
 // BERT encoder forward pass (see bert.hpp). Reports are processed in groups of consecutive
-// reports (about kGroupTokens tokens): the four products of each layer run over the whole group
+// reports (about 512 tokens, model::for_each_group): the four products of each layer run over the whole group
 // at once (kernels::project_rows, the packed-panel kernel AttentionPlan uses), the attention per
 // report through the fused kernel (attention_report), which also measures every head.
 //
@@ -20,122 +20,17 @@
 #include "headsep/safetensors.hpp"
 #include "kernels/attention_simd.hpp"
 #include "kernels/gelu.hpp"
+#include "model/weights.hpp"
 
 namespace headsep {
 namespace {
 
-constexpr std::size_t kGroupTokens = 512;  ///< tokens per group of reports (a longer report alone)
-
-using json = nlohmann::json;
-
-std::uint32_t get_uint(const json& j, const char* key, const std::string& file, std::int64_t def = -1) {
-  if (!j.contains(key)) {
-    if (def >= 0) return static_cast<std::uint32_t>(def);
-    throw Error(file + ": '" + key + "' is missing");
-  }
-  const json& v = j[key];
-  if (!v.is_number_integer() || v.get<std::int64_t>() <= 0 || v.get<std::int64_t>() > (std::int64_t(1) << 24))
-    throw Error(file + ": '" + key + "' must be a positive integer (at most 2^24), got " + v.dump());
-  return static_cast<std::uint32_t>(v.get<std::int64_t>());
-}
-
-std::string get_str(const json& j, const char* key, const std::string& file, const char* def) {
-  if (!j.contains(key)) return def;
-  if (!j[key].is_string()) throw Error(file + ": '" + key + "' must be a string, got " + j[key].dump());
-  return j[key].get<std::string>();
-}
-
-/// B[i][o] = W[o][i]: nn.Linear's [out][in] as the panel kernel's input-major B, packed with its bias.
-std::shared_ptr<const float> pack_linear(const std::vector<float>& w, const std::vector<float>& b, std::size_t out,
-                                         std::size_t in) {
-  std::vector<float> t(in * out);
-  for (std::size_t o = 0; o < out; ++o)
-    for (std::size_t i = 0; i < in; ++i) t[i * out + o] = w[o * in + i];
-  return kernels::pack_panels(t.data(), in, out, b.data());
-}
-
-/// The vector levels' LayerNorm (layer_norm_rows): the row's sums in 8 interleaved double partial
-/// sums (lane j takes elements i ≡ j mod 8, combined as a tree), so the compiler vectorises them
-/// (one zmm of doubles on AVX-512) where the reference's single chain cannot be reordered. Inlined
-/// into one function per instruction set (target attributes, as gelu_inplace's clones), so no
-/// copy compiled with AVX flags is ever shared with baseline code.
-[[gnu::always_inline]] inline void layer_norm_body(float* x, const float* residual, std::size_t rows, std::size_t d,
-                                                   const float* g, const float* b, double eps) noexcept {
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* row = x + r * d;
-    if (residual)
-      for (std::size_t i = 0; i < d; ++i) row[i] += residual[r * d + i];
-    double s[8] = {};
-    std::size_t i = 0;
-    for (; i + 8 <= d; i += 8)
-      for (std::size_t j = 0; j < 8; ++j) s[j] += row[i + j];
-    for (std::size_t j = 0; i < d; ++i, ++j) s[j] += row[i];
-    const double mean = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / double(d);
-    double v[8] = {};
-    for (i = 0; i + 8 <= d; i += 8)
-      for (std::size_t j = 0; j < 8; ++j) {
-        const double c = row[i + j] - mean;
-        v[j] += c * c;
-      }
-    for (std::size_t j = 0; i < d; ++i, ++j) {
-      const double c = row[i] - mean;
-      v[j] += c * c;
-    }
-    const double var = (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))) / double(d);
-    const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
-    const float m = static_cast<float>(mean);
-    for (i = 0; i < d; ++i) row[i] = (row[i] - m) * inv * g[i] + b[i];
-  }
-}
-
-#if defined(__x86_64__)
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))) void layer_norm_avx512(
-    float* x, const float* res, std::size_t rows, std::size_t d, const float* g, const float* b, double eps) noexcept {
-  layer_norm_body(x, res, rows, d, g, b, eps);
-}
-__attribute__((target("avx2,fma"))) void layer_norm_avx2(float* x, const float* res, std::size_t rows, std::size_t d,
-                                                         const float* g, const float* b, double eps) noexcept {
-  layer_norm_body(x, res, rows, d, g, b, eps);
-}
-#endif
+using model::json;
+using model::json_str;
+using model::json_uint;
+using model::pack_linear;
 
 }  // namespace
-
-void layer_norm_rows(SimdLevel level, float* x, const float* residual, std::size_t rows, std::size_t d, const float* g,
-                     const float* b, double eps) {
-  kernels::require_supported(level);
-  switch (level) {
-#if defined(__x86_64__)
-    case SimdLevel::avx512: return layer_norm_avx512(x, residual, rows, d, g, b, eps);
-    case SimdLevel::avx2: return layer_norm_avx2(x, residual, rows, d, g, b, eps);
-#endif
-    case SimdLevel::scalar: break;
-    default: return layer_norm_body(x, residual, rows, d, g, b, eps);  // SSE2: the baseline's vectors
-  }
-  // Reference: one sequential chain per sum.
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* row = x + r * d;
-    if (residual)
-      for (std::size_t i = 0; i < d; ++i) row[i] += residual[r * d + i];
-    double s = 0;
-    for (std::size_t i = 0; i < d; ++i) s += row[i];
-    const double mean = s / double(d);
-    double v = 0;
-    for (std::size_t i = 0; i < d; ++i) {
-      const double c = row[i] - mean;
-      v += c * c;
-    }
-    const float inv = static_cast<float>(1.0 / std::sqrt(v / double(d) + eps));
-    const float m = static_cast<float>(mean);
-    for (std::size_t i = 0; i < d; ++i) row[i] = (row[i] - m) * inv * g[i] + b[i];
-  }
-}
-
-// The rational erf of kernels/gelu.hpp, branch-free so the loop vectorises; one clone per
-// instruction set. The forward fuses GELU into the FFN product (project_rows' gelu epilogue).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void gelu_inplace(float* v, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) v[i] = kernels::gelu_ref(v[i]);
-}
 
 BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
   json j;
@@ -145,7 +40,7 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
     throw Error(file + ": not valid JSON (" + e.what() + ")");
   }
   if (!j.is_object()) throw Error(file + ": expected a JSON object");
-  const std::string type = get_str(j, "model_type", file, "");
+  const std::string type = json_str(j, "model_type", file, "");
   bool bert = type == "bert";
   if (type.empty() && j.contains("architectures") && j["architectures"].is_array())
     for (const auto& a : j["architectures"])
@@ -155,19 +50,19 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
                 "'): headsep runs BERT encoders (model_type \"bert\")");
   if (j.contains("is_decoder") && j["is_decoder"].is_boolean() && j["is_decoder"].get<bool>())
     throw Error(file + ": unsupported: is_decoder is true (headsep runs BERT encoders)");
-  const std::string act = get_str(j, "hidden_act", file, "gelu");
+  const std::string act = json_str(j, "hidden_act", file, "gelu");
   if (act != "gelu")
     throw Error(file + ": unsupported activation hidden_act '" + act + "' (supported: \"gelu\", BERT's exact erf GELU)");
-  const std::string pos = get_str(j, "position_embedding_type", file, "absolute");
+  const std::string pos = json_str(j, "position_embedding_type", file, "absolute");
   if (pos != "absolute") throw Error(file + ": unsupported position_embedding_type '" + pos + "' (supported: \"absolute\")");
   BertConfig c;
-  c.vocab_size = get_uint(j, "vocab_size", file);
-  c.hidden = get_uint(j, "hidden_size", file);
-  c.layers = get_uint(j, "num_hidden_layers", file);
-  c.heads = get_uint(j, "num_attention_heads", file);
-  c.intermediate = get_uint(j, "intermediate_size", file);
-  c.max_positions = get_uint(j, "max_position_embeddings", file);
-  c.type_vocab_size = get_uint(j, "type_vocab_size", file, 2);
+  c.vocab_size = json_uint(j, "vocab_size", file);
+  c.hidden = json_uint(j, "hidden_size", file);
+  c.layers = json_uint(j, "num_hidden_layers", file);
+  c.heads = json_uint(j, "num_attention_heads", file);
+  c.intermediate = json_uint(j, "intermediate_size", file);
+  c.max_positions = json_uint(j, "max_position_embeddings", file);
+  c.type_vocab_size = json_uint(j, "type_vocab_size", file, 2);
   if (j.contains("layer_norm_eps")) {
     if (!j["layer_norm_eps"].is_number() || !(j["layer_norm_eps"].get<double>() > 0) ||
         !std::isfinite(j["layer_norm_eps"].get<double>()))
@@ -191,6 +86,10 @@ BertModel BertModel::load(const std::filesystem::path& dir) {
   m.cfg_ = BertConfig::parse(ss.str(), cfg_file);
   m.name_ = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
   const BertConfig& c = m.cfg_;
+  m.shape_.model_type = "bert";
+  m.shape_.vocab_size = c.vocab_size, m.shape_.hidden = c.hidden, m.shape_.layers = c.layers;
+  m.shape_.heads = m.shape_.kv_heads = c.heads, m.shape_.head_dim = c.head_dim();
+  m.shape_.max_positions = c.max_positions;
   const SafeTensors st(dir / "model.safetensors");
   std::string prefix;
   if (!st.contains("embeddings.word_embeddings.weight") && st.contains("bert.embeddings.word_embeddings.weight"))
@@ -264,61 +163,24 @@ void BertModel::forward(const std::uint32_t* ids, const std::uint64_t* token_off
                         float* all_hidden) const {
   if (n_reports == 0) return;
   kernels::require_supported(level);
-  if (layers.size() != cfg_.layers)
-    throw Error("bert: " + std::to_string(layers.size()) + " layer outputs for " + std::to_string(cfg_.layers) + " layers");
-  const std::size_t P = std::size_t(cfg_.heads) * (cfg_.heads - 1) / 2;
-  for (const auto& o : layers)
-    if (!o.head_stats || (axes && !o.context) || (P && !o.pair_stats) || o.stride < n_reports ||
-        (o.maps && !o.maps_offset))
-      throw Error("bert: every layer output needs head_stats, context (with axes), pair_stats and stride >= reports");
-  for (std::size_t r = 0; r < n_reports; ++r) {
-    const std::uint64_t n = token_offset[r + 1] - token_offset[r];
-    if (n > cfg_.max_positions)
-      throw Error("bert: report " + std::to_string(r) + " has " + std::to_string(n) + " tokens, over the model's " +
-                  std::to_string(cfg_.max_positions) + " positions");
-    for (std::uint64_t t = token_offset[r]; t < token_offset[r + 1]; ++t)
-      if (ids[t] >= cfg_.vocab_size)
-        throw Error("bert: token id " + std::to_string(ids[t]) + " is outside the vocabulary (" +
-                    std::to_string(cfg_.vocab_size) + " tokens)");
-  }
+  model::check_forward(shape_, ids, token_offset, n_reports, axes, layers);
   const std::size_t total = token_offset[n_reports] - token_offset[0];
-  for (std::size_t r0 = 0; r0 < n_reports;) {
-    std::size_t r1 = r0, tokens = 0;
-    while (r1 < n_reports) {
-      const std::size_t n = token_offset[r1 + 1] - token_offset[r1];
-      if (r1 > r0 && tokens + n > kGroupTokens) break;
-      tokens += n;
-      ++r1;
-    }
+  model::for_each_group(token_offset, n_reports, [&](std::size_t r0, std::size_t r1, std::size_t) {
     run_group(ids, token_offset, r0, r1, axes, axis, level, layers, hidden, all_hidden, total, s);
-    r0 = r1;
-  }
+  });
 }
 
 void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
                           std::uint32_t axes, const float* const* axis, SimdLevel level,
                           const std::vector<BertLayerOut>& layers, float* hidden, float* all_hidden,
                           std::size_t total_tokens, BertScratch& s) const {
-  const std::size_t D = cfg_.hidden, I = cfg_.intermediate, H = cfg_.heads, dh = cfg_.head_dim(), H1 = H + 1;
+  const std::size_t D = cfg_.hidden, I = cfg_.intermediate, H = cfg_.heads, dh = cfg_.head_dim();
   const std::uint64_t t0 = token_offset[r0], base = token_offset[0];
   const std::size_t T = token_offset[r1] - t0;
+  const AttentionReport in = model::rows_view(static_cast<std::uint32_t>(H), 3 * D, cols_, MaskKind::none, axes);
   if (T == 0) {  // only empty reports: zero metrics (the kernel's convention for n = 0)
-    AttentionReport in;
-    in.heads = static_cast<std::uint32_t>(H);
-    in.q_col = cols_.data(), in.k_col = cols_.data() + H1, in.v_col = cols_.data() + 2 * H1;
-    in.dk = cols_.data() + 3 * H1, in.dv = cols_.data() + 4 * H1;
-    in.axes = axes;
-    std::vector<const float*> ax(axes, nullptr);
-    in.axis = ax.data();
     for (std::size_t l = 0; l < layers.size(); ++l)
-      for (std::size_t r = r0; r < r1; ++r) {
-        AttentionReportOut ro;
-        ro.context = layers[l].context ? layers[l].context + r : nullptr;
-        ro.head_stats = layers[l].head_stats + r;
-        ro.pair_stats = layers[l].pair_stats ? layers[l].pair_stats + r : nullptr;
-        ro.stride = layers[l].stride;
-        attention_report(in, ro, level, s.attention);
-      }
+      model::attend_reports(in, token_offset, r0, r1, nullptr, axis, layers[l], level, dh, nullptr, s);
     return;
   }
   s.x.resize(T * D);
@@ -338,15 +200,6 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
   layer_norm_rows(level, x, nullptr, T, D, emb_g_.data(), emb_b_.data(), cfg_.layer_norm_eps);
   if (all_hidden) std::memcpy(all_hidden + (t0 - base) * D, x, T * D * sizeof(float));
 
-  AttentionReport in;
-  in.heads = static_cast<std::uint32_t>(H);
-  in.ld = 3 * D;
-  in.q_col = cols_.data(), in.k_col = cols_.data() + H1, in.v_col = cols_.data() + 2 * H1;
-  in.dk = cols_.data() + 3 * H1, in.dv = cols_.data() + 4 * H1;
-  in.axes = axes;
-  std::vector<const float*> ax(axes);
-  in.axis = ax.data();
-
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Layer& L = layers_[l];
     const BertLayerOut& o = layers[l];
@@ -354,27 +207,7 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
     // the last layer's, layer 0's for the next group of reports.
     const float* next_qkv = layers_[(l + 1) % layers_.size()].qkv.get();
     kernels::project_rows(level, x, D, T, D, L.qkv.get(), 3 * D, s.qkv.data(), 3 * D, L.out.get(), D);
-    for (std::size_t r = r0; r < r1; ++r) {
-      const std::uint64_t b = token_offset[r];
-      const std::size_t n = token_offset[r + 1] - b;
-      in.n = static_cast<std::uint32_t>(n);
-      in.qkv = s.qkv.data() + (b - t0) * 3 * D;
-      for (std::uint32_t c = 0; c < axes; ++c) ax[c] = axis[c] + b;
-      s.heads_out.resize(n * H * dh);
-      AttentionReportOut ro;
-      ro.context = o.context ? o.context + r : nullptr;
-      ro.head_stats = o.head_stats + r;
-      ro.pair_stats = o.pair_stats ? o.pair_stats + r : nullptr;
-      ro.stride = o.stride;
-      ro.maps = o.maps ? o.maps + o.maps_offset[r] : nullptr;
-      ro.head_out = s.heads_out.data();
-      attention_report(in, ro, level, s.attention);
-      // concat_h(O_h), heads 1..H: block h is n x dh (the baseline has none).
-      const float* o1 = s.heads_out.data();
-      float* c = s.ctx.data() + (b - t0) * D;
-      for (std::size_t q = 0; q < n; ++q)
-        for (std::size_t h = 0; h < H; ++h) std::memcpy(c + q * D + h * dh, o1 + (h * n + q) * dh, dh * sizeof(float));
-    }
+    model::attend_reports(in, token_offset, r0, r1, s.qkv.data(), axis, o, level, dh, s.ctx.data(), s);
     kernels::project_rows(level, s.ctx.data(), D, T, D, L.out.get(), D, s.h1.data(), D, L.ffn1.get(), D);
     layer_norm_rows(level, s.h1.data(), x, T, D, L.ln1_g.data(), L.ln1_b.data(), cfg_.layer_norm_eps);
     kernels::project_rows(level, s.h1.data(), D, T, D, L.ffn1.get(), I, s.inter.data(), I, L.ffn2.get(), I, true);

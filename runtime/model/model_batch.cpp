@@ -19,12 +19,12 @@ std::string number(double v) {  // as the user wrote it: 40000, not 40000.000000
 }
 }  // namespace
 
-ModelBatch::ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col,
+ModelBatch::ModelBatch(const Architecture& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col,
                        std::size_t status_col)
     : model_(model),
       axes_(axes),
       opt_(opt),
-      cfg_(model.config()),
+      cfg_(model.shape()),
       id_col_(id_col),
       status_col_(status_col),
       L(cfg_.layers),
@@ -119,7 +119,7 @@ void ModelBatch::check_lengths(const ReportBatch& b) const {
   for (std::size_t r = 0; r < b.n_reports(); ++r)
     if (b.report_length(r) > cfg_.max_positions)
       throw Error("report '" + b.report_id(r) + "': " + std::to_string(b.report_length(r)) +
-                  " tokens, over the model's " + std::to_string(cfg_.max_positions) + " positions");
+                  " tokens, over the model's " + std::to_string(cfg_.max_positions) + " " + cfg_.length_limit);
 }
 
 /// The axes as f32 rows, and per layer a zeroed MetricBlock (the rows) for the forward to fill.
@@ -137,7 +137,7 @@ void ModelBatch::prepare_outputs(const ReportBatch& b, BatchScratch& s, BatchRes
     std::fill(m.context.begin(), m.context.end(), 0.0);
     std::fill(m.head_stats.begin(), m.head_stats.end(), 0.0);
     std::fill(m.pair_stats.begin(), m.pair_stats.end(), 0.0);
-    s.outs[l] = BertLayerOut{};
+    s.outs[l] = AttentionOut{};
     s.outs[l].context = m.context.data();
     s.outs[l].head_stats = m.head_stats.data();
     s.outs[l].pair_stats = P ? m.pair_stats.data() : &s.no_pairs;
@@ -245,7 +245,7 @@ void ModelBatch::report_forward(const ReportBatch& b, std::size_t r, BatchScratc
   const std::size_t n = off[1] - off[0];
   const std::uint64_t zero = 0;
   std::vector<double> c1(H1 * C + 1), h1(H1 * kHeadStats), p1(P * kPairStats + 1);
-  std::vector<BertLayerOut> outs(L);
+  std::vector<AttentionOut> outs(L);
   s.maps.resize(L);
   for (std::size_t l = 0; l < L; ++l) {
     s.maps[l].assign(H1 * n * n, 0.0f);

@@ -28,11 +28,11 @@ struct BatchSums {
 
 /// Per-thread buffers, reused across batches.
 struct BatchScratch {
-  BertScratch bert;
+  ModelScratch bert;
   std::vector<std::uint32_t> ids;
   std::vector<std::vector<float>> axis32;
   std::vector<const float*> axis_ptr;
-  std::vector<BertLayerOut> outs;
+  std::vector<AttentionOut> outs;
   double no_pairs = 0;  // pair_stats of a one-head model (never written)
   std::vector<double> sep, report_sep;  // per head and report; per report
   std::vector<std::vector<float>> maps;  // one report's maps per layer (keep_maps)
@@ -45,7 +45,7 @@ class ModelBatch {
   /// `id_col`: the batch's feature column of token ids; `status_col` its text_status column
   /// (0, 1 truncated, 2 empty; the text generators'), or kNone.
   static constexpr std::size_t kNone = ~std::size_t(0);
-  ModelBatch(const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col,
+  ModelBatch(const Architecture& model, const AxisMap& axes, const ModelRunOptions& opt, std::size_t id_col,
              std::size_t status_col = kNone);
 
   /// `res` (per layer a MetricBlock, the token ids, the dumps of ModelRunOptions::dump_reports)
@@ -72,10 +72,10 @@ class ModelBatch {
                        prof::StageTimer& timer) const;
   void dumps(const ReportBatch& b, BatchScratch& s, BatchResult& res, prof::StageTimer& timer) const;
 
-  const BertModel& model_;
+  const Architecture& model_;
   const AxisMap& axes_;
   const ModelRunOptions& opt_;
-  const BertConfig& cfg_;
+  const ModelShape& cfg_;
   const std::size_t id_col_, status_col_;
   const std::size_t L, H, H1, P, C;  // layers, heads, heads + baseline, head pairs, axes
   std::vector<bool> dump_layer_;     // [l]: layer l's maps go to the dumps

@@ -72,7 +72,7 @@ std::size_t text_status_column(const Schema& schema) {
 /// input() and merge() are the serial stages, one invocation at a time in batch order.
 class ModelPipeline {
  public:
-  ModelPipeline(ReportSource& source, const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt);
+  ModelPipeline(ReportSource& source, const Architecture& model, const AxisMap& axes, const ModelRunOptions& opt);
   ModelSummary run();
 
  private:
@@ -90,7 +90,7 @@ class ModelPipeline {
   void finish(std::chrono::steady_clock::time_point t0);
 
   ReportSource& source_;
-  const BertModel& model_;
+  const Architecture& model_;
   const ModelRunOptions& opt_;
   const Schema& schema_;
   const ModelBatch batch_;
@@ -118,7 +118,7 @@ class ModelPipeline {
   detail::Progress progress_;  // the engine's bar (support/progress.hpp), drawn from merge()
 };
 
-ModelPipeline::ModelPipeline(ReportSource& source, const BertModel& model, const AxisMap& axes,
+ModelPipeline::ModelPipeline(ReportSource& source, const Architecture& model, const AxisMap& axes,
                              const ModelRunOptions& opt)
     : source_(source),
       model_(model),
@@ -135,8 +135,8 @@ ModelPipeline::ModelPipeline(ReportSource& source, const BertModel& model, const
 
       progress_(opt.progress) {
   out_.model = model.name();
-  out_.layers = model.config().layers;
-  out_.heads = model.config().heads;
+  out_.layers = model.shape().layers;
+  out_.heads = model.shape().heads;
   out_.axes = axes.names();
   out_.top = opt.top;
   out_.simd = std::string(to_string(opt.simd));
@@ -364,16 +364,16 @@ void ModelPipeline::finish(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-RunInfo model_run_info(const BertModel& model, const AxisMap& axes) {
+RunInfo model_run_info(const Architecture& model, const AxisMap& axes) {
   RunInfo info;
   info.axis_names = axes.names();
-  info.heads = model.config().heads;
+  info.heads = model.shape().heads;
   info.attention = true;
-  info.layers = model.config().layers;
+  info.layers = model.shape().layers;
   return info;
 }
 
-ModelSummary run_model(ReportSource& source, const BertModel& model, const AxisMap& axes, const ModelRunOptions& opt) {
+ModelSummary run_model(ReportSource& source, const Architecture& model, const AxisMap& axes, const ModelRunOptions& opt) {
   ModelPipeline pipeline(source, model, axes, opt);
   return pipeline.run();
 }

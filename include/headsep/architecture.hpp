@@ -1,0 +1,97 @@
+// headsep — a transformer whose every attention head is measured as it runs, whatever its
+// architecture: BERT encoders (bert.hpp), GPT-2 and Llama-family decoders (runtime/model/gpt2.cpp,
+// llama.cpp), chosen from config.json's model_type by load_model (docs/MODEL.md).
+//
+//   std::unique_ptr<Architecture> m = load_model("tiny-llama/");   // config.json + safetensors
+//   ModelScratch s;                                                 // per thread
+//   std::vector<AttentionOut> layers(m->shape().layers);           // per layer: metrics (+ maps)
+//   m->forward(ids, token_offset, n_reports, axes, axis, level, layers, hidden, s);
+//
+// Head 0 of every layer's metrics is the single-head baseline, heads 1..H the query heads.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headsep/attention.hpp"
+#include "headsep/kernels.hpp"
+
+namespace headsep {
+
+/// What the driver needs to know of a model, whatever its architecture.
+struct ModelShape {
+  std::string model_type;  ///< config.json's ("bert", "gpt2", "llama", "mistral", "qwen2")
+  std::uint32_t vocab_size = 0, hidden = 0, layers = 0;
+  std::uint32_t heads = 0;     ///< query heads per layer (H)
+  std::uint32_t kv_heads = 0;  ///< key/value heads (= H unless grouped-query or multi-query attention)
+  std::uint32_t head_dim = 0;
+  /// Longest report the model runs: max_position_embeddings, or a sliding window's width when the
+  /// window mask would cut it (then `length_limit` says so).
+  std::uint32_t max_positions = 0;
+  std::string length_limit = "positions";  ///< what max_positions is, for messages
+  bool causal = false;                     ///< decoders: query q sees keys 0..q
+  /// The key/value head (0-based) that query head h (1..H) reads.
+  std::uint32_t kv_head(std::uint32_t h) const noexcept { return (h - 1) / (heads / kv_heads); }
+};
+
+/// Per-thread working memory of a forward pass, reused across calls.
+struct ModelScratch {
+  std::vector<float> x, qkv, ctx, h1, inter, heads_out, rope;
+  AttentionScratch attention;
+};
+
+class Architecture {
+ public:
+  virtual ~Architecture() = default;
+  virtual const ModelShape& shape() const noexcept = 0;
+  virtual const std::string& name() const noexcept = 0;  ///< the folder's name
+
+  /// Forward pass for reports [0, n_reports): ids of report r at ids[token_offset[r] ..
+  /// token_offset[r+1]); axis[c][token] the context axes (indexed like ids). `layers` has
+  /// shape().layers entries (AttentionOut's layout with heads = H plus the baseline; head_stats,
+  /// pair_stats when H > 1, context with axes; stride >= n_reports; `output` unused). Optional:
+  /// `hidden` [token][hidden] gets the last hidden state, `all_hidden` (layers+1 blocks, block 0
+  /// the embeddings) every one, as transformers' output_hidden_states (decoders: the last after
+  /// the final norm). Throws Error for an id outside the vocabulary or a report over
+  /// max_positions. Thread-safe (const) with distinct scratch; results never depend on which
+  /// reports share a call.
+  virtual void forward(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t n_reports,
+                       std::uint32_t axes, const float* const* axis, SimdLevel level,
+                       const std::vector<AttentionOut>& layers, float* hidden, ModelScratch& scratch,
+                       float* all_hidden = nullptr) const = 0;
+
+  /// Multiply-adds x 2 of one forward pass over reports of these lengths (products and the
+  /// attention of heads 1..H; baseline and metrics not counted), for GFLOP/s.
+  virtual double flops(const std::uint64_t* token_offset, std::size_t n_reports) const noexcept = 0;
+};
+
+/// Reads DIR/config.json's model_type and loads the model: "bert" (BertModel), "gpt2", "llama",
+/// "mistral", "qwen2"; anything else is refused naming the file and the supported types. Weights
+/// from model.safetensors or the shards model.safetensors.index.json lists, f32/f16/bf16/f64
+/// converted to f32 (docs/MODEL.md). Every tensor is checked before anything runs.
+std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir);
+
+// ---- layers the architectures share (runtime/model/layers.cpp) ------------------------------
+
+/// LayerNorm in place, row by row (rows x d): x += residual first when not null, then
+/// (x - mean) / sqrt(var + eps) · g + b, mean and variance summed in double. At `level`: the scalar
+/// reference sums in one chain, the vector levels in 8 interleaved partial sums (within rounding).
+void layer_norm_rows(SimdLevel level, float* x, const float* residual, std::size_t rows, std::size_t d, const float* g,
+                     const float* b, double eps);
+
+/// RMSNorm (Llama) from `x` into `y`, row by row: y = x / sqrt(mean(x²) + eps) · g, the mean in double.
+void rms_norm_rows(const float* x, float* y, std::size_t rows, std::size_t d, const float* g, double eps) noexcept;
+
+/// BERT's GELU, 0.5 x (1 + erf(x / √2)), in place (vectorised; |error| < 1e-6 vs the exact one).
+void gelu_inplace(float* x, std::size_t n) noexcept;
+
+/// GPT-2's GELU ("gelu_new"), 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))), in place.
+void gelu_tanh_inplace(float* x, std::size_t n) noexcept;
+
+/// SwiGLU: row r of `gu` holds [gate (n) | up (n)]; out[r][i] = silu(gate) · up, silu(x) = x / (1 + e^-x).
+void swiglu_rows(const float* gu, float* out, std::size_t rows, std::size_t n) noexcept;
+
+}  // namespace headsep

@@ -1,0 +1,198 @@
+// Layers the architectures share (headsep/architecture.hpp): LayerNorm (BERT, GPT-2) with its
+// vector levels, RMSNorm (Llama), the GELUs (BERT's erf, GPT-2's tanh) and SwiGLU (Llama); and
+// the forward passes' shared steps (model/weights.hpp): input checks, the attention per report.
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+
+#include "headsep/architecture.hpp"
+#include "headsep/error.hpp"
+#include "kernels/attention_simd.hpp"
+#include "kernels/gelu.hpp"
+#include "model/weights.hpp"
+
+namespace headsep {
+namespace {
+
+/// The vector levels' LayerNorm (layer_norm_rows): the row's sums in 8 interleaved double partial
+/// sums (lane j takes elements i ≡ j mod 8, combined as a tree), so the compiler vectorises them
+/// (one zmm of doubles on AVX-512) where the reference's single chain cannot be reordered. Inlined
+/// into one function per instruction set (target attributes, as gelu_inplace's clones), so no
+/// copy compiled with AVX flags is ever shared with baseline code.
+[[gnu::always_inline]] inline void layer_norm_body(float* x, const float* residual, std::size_t rows, std::size_t d,
+                                                   const float* g, const float* b, double eps) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* row = x + r * d;
+    if (residual)
+      for (std::size_t i = 0; i < d; ++i) row[i] += residual[r * d + i];
+    double s[8] = {};
+    std::size_t i = 0;
+    for (; i + 8 <= d; i += 8)
+      for (std::size_t j = 0; j < 8; ++j) s[j] += row[i + j];
+    for (std::size_t j = 0; i < d; ++i, ++j) s[j] += row[i];
+    const double mean = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / double(d);
+    double v[8] = {};
+    for (i = 0; i + 8 <= d; i += 8)
+      for (std::size_t j = 0; j < 8; ++j) {
+        const double c = row[i + j] - mean;
+        v[j] += c * c;
+      }
+    for (std::size_t j = 0; i < d; ++i, ++j) {
+      const double c = row[i] - mean;
+      v[j] += c * c;
+    }
+    const double var = (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))) / double(d);
+    const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+    const float m = static_cast<float>(mean);
+    for (i = 0; i < d; ++i) row[i] = (row[i] - m) * inv * g[i] + b[i];
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))) void layer_norm_avx512(
+    float* x, const float* res, std::size_t rows, std::size_t d, const float* g, const float* b, double eps) noexcept {
+  layer_norm_body(x, res, rows, d, g, b, eps);
+}
+__attribute__((target("avx2,fma"))) void layer_norm_avx2(float* x, const float* res, std::size_t rows, std::size_t d,
+                                                         const float* g, const float* b, double eps) noexcept {
+  layer_norm_body(x, res, rows, d, g, b, eps);
+}
+#endif
+
+}  // namespace
+
+void layer_norm_rows(SimdLevel level, float* x, const float* residual, std::size_t rows, std::size_t d, const float* g,
+                     const float* b, double eps) {
+  kernels::require_supported(level);
+  switch (level) {
+#if defined(__x86_64__)
+    case SimdLevel::avx512: return layer_norm_avx512(x, residual, rows, d, g, b, eps);
+    case SimdLevel::avx2: return layer_norm_avx2(x, residual, rows, d, g, b, eps);
+#endif
+    case SimdLevel::scalar: break;
+    default: return layer_norm_body(x, residual, rows, d, g, b, eps);  // SSE2: the baseline's vectors
+  }
+  // Reference: one sequential chain per sum.
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* row = x + r * d;
+    if (residual)
+      for (std::size_t i = 0; i < d; ++i) row[i] += residual[r * d + i];
+    double s = 0;
+    for (std::size_t i = 0; i < d; ++i) s += row[i];
+    const double mean = s / double(d);
+    double v = 0;
+    for (std::size_t i = 0; i < d; ++i) {
+      const double c = row[i] - mean;
+      v += c * c;
+    }
+    const float inv = static_cast<float>(1.0 / std::sqrt(v / double(d) + eps));
+    const float m = static_cast<float>(mean);
+    for (std::size_t i = 0; i < d; ++i) row[i] = (row[i] - m) * inv * g[i] + b[i];
+  }
+}
+
+// The rational erf of kernels/gelu.hpp, branch-free so the loop vectorises; one clone per
+// instruction set. The forward fuses GELU into the FFN product (project_rows' gelu epilogue).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void gelu_inplace(float* v, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) v[i] = kernels::gelu_ref(v[i]);
+}
+
+void rms_norm_rows(const float* x, float* y, std::size_t rows, std::size_t d, const float* g, double eps) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* in = x + r * d;
+    float* out = y + r * d;
+    double s = 0;
+    for (std::size_t i = 0; i < d; ++i) s += double(in[i]) * in[i];
+    const float inv = static_cast<float>(1.0 / std::sqrt(s / double(d) + eps));
+    for (std::size_t i = 0; i < d; ++i) out[i] = g[i] * (in[i] * inv);
+  }
+}
+
+void gelu_tanh_inplace(float* v, std::size_t n) noexcept {
+  const float c = 0.7978845608028654f;  // √(2/π)
+  for (std::size_t i = 0; i < n; ++i) {
+    const float x = v[i];
+    v[i] = 0.5f * x * (1.0f + std::tanh(c * (x + 0.044715f * x * x * x)));
+  }
+}
+
+void swiglu_rows(const float* gu, float* out, std::size_t rows, std::size_t n) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* g = gu + r * 2 * n;
+    const float* u = g + n;
+    float* o = out + r * n;
+    for (std::size_t i = 0; i < n; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  }
+}
+
+namespace model {
+
+void check_forward(const ModelShape& shape, const std::uint32_t* ids, const std::uint64_t* token_offset,
+                   std::size_t n_reports, std::uint32_t axes, const std::vector<AttentionOut>& layers) {
+  const std::string& type = shape.model_type;
+  if (layers.size() != shape.layers)
+    throw Error(type + ": " + std::to_string(layers.size()) + " layer outputs for " + std::to_string(shape.layers) +
+                " layers");
+  const std::size_t P = std::size_t(shape.heads) * (shape.heads - 1) / 2;
+  for (const auto& o : layers)
+    if (!o.head_stats || (axes && !o.context) || (P && !o.pair_stats) || o.stride < n_reports ||
+        (o.maps && !o.maps_offset))
+      throw Error(type + ": every layer output needs head_stats, context (with axes), pair_stats and stride >= reports");
+  for (std::size_t r = 0; r < n_reports; ++r) {
+    const std::uint64_t n = token_offset[r + 1] - token_offset[r];
+    if (n > shape.max_positions)
+      throw Error(type + ": report " + std::to_string(r) + " has " + std::to_string(n) + " tokens, over the model's " +
+                  std::to_string(shape.max_positions) + " " + shape.length_limit);
+    for (std::uint64_t t = token_offset[r]; t < token_offset[r + 1]; ++t)
+      if (ids[t] >= shape.vocab_size)
+        throw Error(type + ": token id " + std::to_string(ids[t]) + " is outside the vocabulary (" +
+                    std::to_string(shape.vocab_size) + " tokens)");
+  }
+}
+
+AttentionReport rows_view(std::uint32_t heads, std::size_t ld, const std::vector<std::uint32_t>& cols, MaskKind mask,
+                          std::uint32_t axes) {
+  const std::size_t H1 = std::size_t(heads) + 1;
+  AttentionReport in;
+  in.heads = heads;
+  in.ld = ld;
+  in.q_col = cols.data(), in.k_col = cols.data() + H1, in.v_col = cols.data() + 2 * H1;
+  in.dk = cols.data() + 3 * H1, in.dv = cols.data() + 4 * H1;
+  in.config.mask = mask;
+  in.axes = axes;
+  return in;
+}
+
+void attend_reports(AttentionReport in, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
+                    const float* qkv, const float* const* axis, const AttentionOut& o, SimdLevel level, std::size_t dh,
+                    float* ctx, ModelScratch& s) {
+  const std::size_t H = in.heads, W = H * dh;
+  const std::uint64_t t0 = token_offset[r0];
+  std::vector<const float*> ax(in.axes);
+  in.axis = ax.data();
+  for (std::size_t r = r0; r < r1; ++r) {
+    const std::uint64_t b = token_offset[r];
+    const std::size_t n = token_offset[r + 1] - b;
+    in.n = static_cast<std::uint32_t>(n);
+    in.qkv = qkv + (b - t0) * in.ld;
+    for (std::uint32_t c = 0; c < in.axes; ++c) ax[c] = axis[c] + b;
+    s.heads_out.resize(n * W);
+    AttentionReportOut ro;
+    ro.context = o.context ? o.context + r : nullptr;
+    ro.head_stats = o.head_stats + r;
+    ro.pair_stats = o.pair_stats ? o.pair_stats + r : nullptr;
+    ro.stride = o.stride;
+    ro.maps = o.maps ? o.maps + o.maps_offset[r] : nullptr;
+    ro.head_out = ctx ? s.heads_out.data() : nullptr;
+    attention_report(in, ro, level, s.attention);
+    if (!ctx) continue;
+    // concat_h(O_h), heads 1..H: block h is n x dh (the baseline has none).
+    const float* o1 = s.heads_out.data();
+    float* c = ctx + (b - t0) * W;
+    for (std::size_t q = 0; q < n; ++q)
+      for (std::size_t h = 0; h < H; ++h) std::memcpy(c + q * W + h * dh, o1 + (h * n + q) * dh, dh * sizeof(float));
+  }
+}
+
+}  // namespace model
+}  // namespace headsep

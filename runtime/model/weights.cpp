@@ -1,0 +1,131 @@
+// Loading a model folder (model/weights.hpp): config.json fields, one or sharded safetensors
+// files, the panel kernel's packing; and load_model, which picks the architecture by model_type.
+#include "model/weights.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "headsep/bert.hpp"
+#include "headsep/error.hpp"
+#include "kernels/attention_simd.hpp"
+
+namespace headsep {
+namespace model {
+
+std::uint32_t json_uint(const json& j, const char* key, const std::string& file, std::int64_t def) {
+  if (!j.contains(key)) {
+    if (def >= 0) return static_cast<std::uint32_t>(def);
+    throw Error(file + ": '" + key + "' is missing");
+  }
+  const json& v = j[key];
+  if (!v.is_number_integer() || v.get<std::int64_t>() <= 0 || v.get<std::int64_t>() > (std::int64_t(1) << 24))
+    throw Error(file + ": '" + key + "' must be a positive integer (at most 2^24), got " + v.dump());
+  return static_cast<std::uint32_t>(v.get<std::int64_t>());
+}
+
+std::string json_str(const json& j, const char* key, const std::string& file, const char* def) {
+  if (!j.contains(key)) return def;
+  if (!j[key].is_string()) throw Error(file + ": '" + key + "' must be a string, got " + j[key].dump());
+  return j[key].get<std::string>();
+}
+
+double json_positive(const json& j, const char* key, const std::string& file, double def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  const json& v = j[key];
+  if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+    throw Error(file + ": '" + key + "' must be a positive number, got " + v.dump());
+  return v.get<double>();
+}
+
+namespace {
+/// FILE parsed as a JSON object; `missing` completes "FILE: cannot open".
+json read_object(const std::filesystem::path& path, const std::string& missing) {
+  const std::string file = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(file + ": cannot open" + missing);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::exception& e) {
+    throw Error(file + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw Error(file + ": expected a JSON object");
+  return j;
+}
+}  // namespace
+
+json read_config(const std::filesystem::path& dir, std::string& file) {
+  file = (dir / "config.json").string();
+  return read_object(dir / "config.json", " (a model folder needs config.json and model.safetensors)");
+}
+
+std::string folder_name(const std::filesystem::path& dir) {
+  return dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
+}
+
+std::shared_ptr<const float> pack_linear(const std::vector<float>& w, const std::vector<float>& b, std::size_t out,
+                                         std::size_t in) {
+  std::vector<float> t(in * out);
+  for (std::size_t o = 0; o < out; ++o)
+    for (std::size_t i = 0; i < in; ++i) t[i * out + o] = w[o * in + i];
+  return kernels::pack_panels(t.data(), in, out, b.empty() ? nullptr : b.data());
+}
+
+FolderWeights::FolderWeights(const std::filesystem::path& dir) {
+  const auto single = dir / "model.safetensors", index = dir / "model.safetensors.index.json";
+  if (std::filesystem::exists(single) || !std::filesystem::exists(index)) {
+    files_.emplace_back(single);  // a missing file is SafeTensors' error, naming it
+    return;
+  }
+  index_ = index.string();
+  const json j = read_object(index, "");
+  if (!j.contains("weight_map") || !j["weight_map"].is_object())
+    throw Error(index_ + ": expected an object with a 'weight_map' object (tensor name -> shard file)");
+  std::map<std::string, std::size_t> shard;
+  for (const auto& [tensor, f] : j["weight_map"].items()) {
+    if (!f.is_string() || f.get<std::string>().find('/') != std::string::npos || f.get<std::string>().empty())
+      throw Error(index_ + ": weight_map['" + tensor + "'] must be a file name in the folder, got " + f.dump());
+    auto [it, fresh] = shard.emplace(f.get<std::string>(), files_.size());
+    if (fresh) files_.emplace_back(dir / it->first);
+    if (!files_[it->second].contains(tensor))
+      throw Error(index_ + ": tensor '" + tensor + "' is listed in " + it->first + ", which does not hold it");
+    where_.emplace(tensor, it->second);
+  }
+}
+
+bool FolderWeights::contains(const std::string& name) const {
+  return index_.empty() ? files_[0].contains(name) : where_.count(name) > 0;
+}
+
+std::vector<float> FolderWeights::read(const std::string& name, std::vector<std::uint64_t> dims,
+                                       const std::string& formula) const {
+  std::size_t f = 0;
+  if (!index_.empty()) {
+    const auto it = where_.find(name);
+    if (it == where_.end()) throw Error(index_ + ": tensor '" + name + "': missing (in no shard)");
+    f = it->second;
+  }
+  return files_[f].read_f32(name, ShapeSpec{std::move(dims), formula});
+}
+
+}  // namespace model
+
+std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir) {
+  std::string file;
+  const model::json j = model::read_config(dir, file);
+  const std::string type = model::json_str(j, "model_type", file, "");
+  if (j.contains("quantization_config"))
+    throw Error(file + ": quantized model (quantization_config " +
+                model::json_str(j["quantization_config"], "quant_method", file, "?") +
+                "): headsep reads f32, f16 and bf16 weights");
+  if (type == "gpt2") return model::load_gpt2(dir, j, file);
+  if (type == "llama" || type == "mistral" || type == "qwen2") return model::load_llama(dir, j, file);
+  if (type == "bert" || type.empty()) return std::make_unique<BertModel>(BertModel::load(dir));
+  throw Error(file + ": unsupported architecture (model_type '" + type +
+              "'): headsep runs \"bert\", \"gpt2\", \"llama\", \"mistral\" and \"qwen2\"");
+}
+
+}  // namespace headsep

@@ -1,0 +1,135 @@
+// Private: what the architectures share to load a model folder (weights.cpp) — config.json field
+// readers naming the file, the folder's safetensors (one file or the index's shards), packing an
+// nn.Linear for the panel kernel — and the decoders' common forward (decoder.cpp).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "headsep/architecture.hpp"
+#include "headsep/safetensors.hpp"
+
+namespace headsep::model {
+
+using json = nlohmann::json;
+
+/// config.json's field `key`: a positive integer (at most 2^24); `def` >= 0 when it may be absent.
+std::uint32_t json_uint(const json& j, const char* key, const std::string& file, std::int64_t def = -1);
+/// A string field, `def` when absent.
+std::string json_str(const json& j, const char* key, const std::string& file, const char* def);
+/// A positive finite number, `def` when absent or null.
+double json_positive(const json& j, const char* key, const std::string& file, double def);
+/// DIR/config.json as an object, and the folder's name.
+json read_config(const std::filesystem::path& dir, std::string& file);
+std::string folder_name(const std::filesystem::path& dir);
+
+/// B[i][o] = W[o][i]: nn.Linear's [out][in] as the panel kernel's input-major B, packed with its bias.
+std::shared_ptr<const float> pack_linear(const std::vector<float>& w, const std::vector<float>& b, std::size_t out,
+                                         std::size_t in);
+
+/// A folder's weights: DIR/model.safetensors, or (when it is absent) every shard that
+/// DIR/model.safetensors.index.json's weight_map names, each tensor read from the shard the index
+/// says. Tensors are converted to f32 (F32, F16, BF16, F64); another dtype (quantized, integer),
+/// a missing tensor or a wrong shape throws Error naming the file and tensor.
+class FolderWeights {
+ public:
+  explicit FolderWeights(const std::filesystem::path& dir);
+  bool contains(const std::string& name) const;
+  std::vector<float> read(const std::string& name, std::vector<std::uint64_t> dims, const std::string& formula) const;
+
+ private:
+  std::vector<SafeTensors> files_;
+  std::map<std::string, std::size_t, std::less<>> where_;  // tensor -> file (sharded folders)
+  std::string index_;                                      // the index file, for messages ("" = one file)
+};
+
+// ---- the forward passes' shared steps (layers.cpp) ----
+
+/// Architecture::forward's checks of its arguments: the layer outputs, ids in the vocabulary,
+/// reports within max_positions. Messages start with shape.model_type ("bert: ...").
+void check_forward(const ModelShape& shape, const std::uint32_t* ids, const std::uint64_t* token_offset,
+                   std::size_t n_reports, std::uint32_t axes, const std::vector<AttentionOut>& layers);
+
+/// Groups of consecutive reports of about 512 tokens (a longer report alone): fn(r0, r1, tokens).
+/// A token's results never depend on its group (the panel kernel's rows are independent).
+template <class F>
+void for_each_group(const std::uint64_t* token_offset, std::size_t n_reports, F&& fn) {
+  constexpr std::size_t kGroupTokens = 512;
+  for (std::size_t r0 = 0; r0 < n_reports;) {
+    std::size_t r1 = r0, tokens = 0;
+    while (r1 < n_reports) {
+      const std::size_t n = token_offset[r1 + 1] - token_offset[r1];
+      if (r1 > r0 && tokens + n > kGroupTokens) break;
+      tokens += n;
+      ++r1;
+    }
+    fn(r0, r1, tokens);
+    r0 = r1;
+  }
+}
+
+/// The fused kernel's view of a model's projected rows: H heads + the baseline, rows of `ld`
+/// floats, `cols` the head table (q_col, k_col, v_col, dk, dv: 5 rows of H+1).
+AttentionReport rows_view(std::uint32_t heads, std::size_t ld, const std::vector<std::uint32_t>& cols, MaskKind mask,
+                          std::uint32_t axes);
+
+/// Per report of [r0, r1) (the group's rows start at token_offset[r0]): the fused kernel on `qkv`
+/// into layer output `o`; `ctx` (rows of H·dh, nullptr = none) gets concat_h(O_h), heads 1..H.
+void attend_reports(AttentionReport in, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
+                    const float* qkv, const float* const* axis, const AttentionOut& o, SimdLevel level, std::size_t dh,
+                    float* ctx, ModelScratch& s);
+
+/// The decoders' layer loop, grouping and attention (decoder.cpp). A decoder's projected rows are
+/// [Q (H·dh) | K, one copy per query head (H·dh) | V (KV·dh)]: head h reads Q_h, the K of its
+/// key/value head and that head's V; the baseline (head 0) all of Q against all of K, width H·dh.
+class Decoder : public Architecture {
+ public:
+  const ModelShape& shape() const noexcept override { return shape_; }
+  const std::string& name() const noexcept override { return name_; }
+  void forward(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t n_reports, std::uint32_t axes,
+               const float* const* axis, SimdLevel level, const std::vector<AttentionOut>& layers, float* hidden,
+               ModelScratch& scratch, float* all_hidden = nullptr) const override;
+  double flops(const std::uint64_t* token_offset, std::size_t n_reports) const noexcept override;
+
+ protected:
+  /// One group of consecutive reports [r0, r1) of T > 0 tokens, x [T][hidden] at the forward's start.
+  struct Group {
+    const std::uint32_t* ids;
+    const std::uint64_t* token_offset;
+    std::size_t r0, r1, T;
+    std::uint32_t axes;
+    const float* const* axis;
+    SimdLevel level;
+  };
+  virtual void embed(const Group& g, float* x, ModelScratch& s) const = 0;
+  /// Layer l: s.qkv [T][qkv_ld()] from x (RoPE applied), then after attend(): x updated in place.
+  virtual void project(const Group& g, std::size_t l, const float* x, ModelScratch& s) const = 0;
+  virtual void finish_layer(const Group& g, std::size_t l, float* x, ModelScratch& s) const = 0;
+  virtual void final_norm(float* x, std::size_t rows) const = 0;
+  /// Products of one token per layer (multiply-adds, the K copies not counted), for flops().
+  virtual double layer_macs() const noexcept = 0;
+
+  void set_heads();  ///< cols_ from shape_ (call at the end of load)
+  std::size_t qkv_ld() const noexcept { return std::size_t(shape_.heads) * shape_.head_dim * 2 + kv_width(); }
+  std::size_t kv_width() const noexcept { return std::size_t(shape_.kv_heads) * shape_.head_dim; }
+
+  ModelShape shape_;
+  std::string name_;
+  std::uint32_t intermediate_ = 0;
+
+ private:
+  void run_group(const Group& g, const std::vector<AttentionOut>& layers, float* hidden, float* all_hidden,
+                 std::size_t total, std::uint64_t base, ModelScratch& s) const;
+  std::vector<std::uint32_t> cols_;  // the kernel's head table: q_col, k_col, v_col, dk, dv (5 rows of H+1)
+};
+
+/// The decoders (gpt2.cpp, llama.cpp): config.json parsed, every tensor checked.
+std::unique_ptr<Architecture> load_gpt2(const std::filesystem::path& dir, const json& config, const std::string& file);
+std::unique_ptr<Architecture> load_llama(const std::filesystem::path& dir, const json& config, const std::string& file);
+
+}  // namespace headsep::model

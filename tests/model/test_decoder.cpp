@@ -1,0 +1,246 @@
+// The decoders (GPT-2, Llama with GQA, a bf16 and a sharded Llama, llama3 rotary scaling,
+// Mistral's sliding window, Qwen2's biases) against transformers on tiny random models
+// (tests/model/fixtures/decoder, made by make_decoder_fixtures.py; no torch needed here): hidden
+// states within 1e-4, every map (the baseline's from NumPy) within 1e-5, every head, pair and
+// context metric within 1e-4 relative of NumPy's from transformers' maps; at every SIMD level.
+// Plus: grouping never changes a bit, GQA pairs, and every refusal names what is at fault.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "headsep/architecture.hpp"
+#include "headsep/error.hpp"
+#include "headsep/safetensors.hpp"
+#include "test_util.hpp"
+
+using namespace headsep;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fixture(const std::string& name) { return testutil::source_path("tests/model/fixtures/decoder/" + name); }
+
+struct Out {
+  std::vector<std::vector<double>> ctx, hs, ps;
+  std::vector<std::vector<float>> maps;
+  std::vector<float> all_hidden;
+};
+
+/// Forward of reports `lens` (ids concatenated), axis[t] = sin(0.7 t + 0.3) within each report.
+Out run(const Architecture& m, const std::vector<std::uint32_t>& ids, const std::vector<std::uint64_t>& off,
+        SimdLevel level) {
+  const ModelShape& c = m.shape();
+  const std::size_t R = off.size() - 1, H = c.heads, P = H * (H - 1) / 2, T = off.back();
+  Out o;
+  o.ctx.assign(c.layers, std::vector<double>((H + 1) * R, -7));
+  o.hs.assign(c.layers, std::vector<double>((H + 1) * kHeadStats * R, -7));
+  o.ps.assign(c.layers, std::vector<double>(P * kPairStats * R + 1, -7));
+  std::vector<std::uint64_t> mo(R);
+  std::uint64_t acc = 0;
+  for (std::size_t r = 0; r < R; ++r) mo[r] = acc, acc += (H + 1) * (off[r + 1] - off[r]) * (off[r + 1] - off[r]);
+  o.maps.assign(c.layers, std::vector<float>(acc, -1.0f));
+  std::vector<AttentionOut> outs(c.layers);
+  for (std::size_t l = 0; l < c.layers; ++l) {
+    outs[l].context = o.ctx[l].data(), outs[l].head_stats = o.hs[l].data(), outs[l].pair_stats = o.ps[l].data();
+    outs[l].stride = R, outs[l].maps = o.maps[l].data(), outs[l].maps_offset = mo.data();
+  }
+  std::vector<float> axis(T);
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::uint64_t t = off[r]; t < off[r + 1]; ++t) axis[t] = static_cast<float>(std::sin(0.7 * double(t - off[r]) + 0.3));
+  const float* ax = axis.data();
+  o.all_hidden.assign((c.layers + 1) * T * c.hidden, -1.0f);
+  ModelScratch s;
+  m.forward(ids.data(), off.data(), R, 1, &ax, level, outs, nullptr, s, o.all_hidden.data());
+  return o;
+}
+
+std::vector<std::uint32_t> ref_ids(const SafeTensors& ref, std::size_t n) {
+  const auto raw = ref.raw("ids_" + std::to_string(n));
+  std::vector<std::int32_t> v(raw.size() / 4);
+  std::memcpy(v.data(), raw.data(), raw.size());
+  return {v.begin(), v.end()};
+}
+
+bool close_rel(double got, double want, double rel) { return std::abs(got - want) <= rel * std::abs(want) + 1e-7; }
+
+/// Every length of the fixture (the ones the model runs), each alone and all in one call.
+void check_fixture(const std::string& name, std::size_t max_len = 17) {
+  const auto m = load_model(fixture(name));
+  const SafeTensors ref(fixture(name) / "reference.safetensors");
+  const ModelShape& c = m->shape();
+  const std::size_t H = c.heads, P = H * (H - 1) / 2, D = c.hidden, L = c.layers;
+  for (SimdLevel level : supported_levels())
+    for (std::size_t n : {1, 5, 8, 17}) {
+      if (n > max_len) continue;
+      CAPTURE(name, to_string(level), n);
+      const auto ids = ref_ids(ref, n);
+      const Out o = run(*m, ids, {0, n}, level);
+      const auto hid = ref.read_f32("hidden_" + std::to_string(n));
+      double worst = 0;
+      for (std::size_t i = 0; i < hid.size(); ++i) worst = std::max(worst, double(std::abs(hid[i] - o.all_hidden[i])));
+      CHECK(worst <= 1e-4);
+      for (std::size_t l = 0; l < L; ++l) {
+        const std::string k = std::to_string(n) + "_" + std::to_string(l);
+        const auto maps = ref.read_f32("maps_" + k);
+        REQUIRE(maps.size() == o.maps[l].size());
+        double mw = 0;
+        for (std::size_t i = 0; i < maps.size(); ++i) mw = std::max(mw, double(std::abs(maps[i] - o.maps[l][i])));
+        CHECK(mw <= 1e-5);
+        const auto head = ref.read_f32("head_" + k), ctx = ref.read_f32("ctx_" + k);
+        for (std::size_t h = 0; h <= H; ++h) {
+          for (std::size_t s = 0; s < kHeadStats; ++s) {
+            CAPTURE(l, h, s);
+            CHECK(close_rel(o.hs[l][h * kHeadStats + s], head[h * kHeadStats + s], 1e-4));
+          }
+          CHECK(close_rel(o.ctx[l][h], ctx[h], 1e-4));
+        }
+        const auto pairs = ref.read_f32("pairs_" + k);
+        for (std::size_t p = 0; p < P; ++p)
+          for (std::size_t s = 0; s < kPairStats; ++s) {
+            CAPTURE(l, p, s);
+            CHECK(close_rel(o.ps[l][p * kPairStats + s], pairs[p * kPairStats + s], 1e-4));
+          }
+      }
+      (void)D;
+    }
+}
+
+}  // namespace
+
+TEST_CASE("GPT-2 matches transformers: hidden states, maps, every head metric", "[decoder]") {
+  const auto m = load_model(fixture("gpt2"));
+  CHECK(m->shape().model_type == "gpt2");
+  CHECK(m->shape().kv_heads == 4);
+  check_fixture("gpt2");
+}
+
+TEST_CASE("Llama with grouped-query attention matches transformers", "[decoder]") {
+  const auto m = load_model(fixture("llama"));
+  const ModelShape& c = m->shape();
+  CHECK(c.heads == 4);
+  CHECK(c.kv_heads == 2);
+  CHECK(c.kv_head(1) == 0);
+  CHECK(c.kv_head(2) == 0);
+  CHECK(c.kv_head(3) == 1);
+  CHECK(c.kv_head(4) == 1);
+  check_fixture("llama");
+  // Query heads of one group share V: their subspace cosine is 1, across groups it is not.
+  const SafeTensors ref(fixture("llama") / "reference.safetensors");
+  const auto ids = ref_ids(ref, 17);
+  const Out o = run(*m, ids, {0, 17}, SimdLevel::scalar);
+  CHECK(o.ps[0][0 * kPairStats + kSubspaceCosine] == Approx(1.0).epsilon(1e-6));  // (1,2)
+  CHECK(o.ps[0][1 * kPairStats + kSubspaceCosine] < 0.99);                        // (1,3)
+}
+
+TEST_CASE("bf16 weights, sharded folders, llama3 rotary scaling, Qwen2 biases", "[decoder]") {
+  check_fixture("llama-bf16");
+  check_fixture("llama-sharded");  // one key/value head: multi-query attention
+  CHECK(load_model(fixture("llama-sharded"))->shape().kv_heads == 1);
+  check_fixture("llama3-rope");
+  check_fixture("qwen2");
+}
+
+TEST_CASE("Mistral: reports within the sliding window match, longer ones are refused by name", "[decoder]") {
+  check_fixture("mistral", 8);
+  const auto m = load_model(fixture("mistral"));
+  CHECK(m->shape().max_positions == 8);
+  std::vector<std::uint32_t> ids(9, 3);
+  std::vector<std::uint64_t> off{0, 9};
+  std::vector<double> ctx(5), hs(5 * kHeadStats), ps(6 * kPairStats);
+  std::vector<AttentionOut> outs(2);
+  for (auto& o : outs) o.context = ctx.data(), o.head_stats = hs.data(), o.pair_stats = ps.data(), o.stride = 1;
+  ModelScratch s;
+  CHECK_THROWS_WITH(m->forward(ids.data(), off.data(), 1, 0, nullptr, SimdLevel::scalar, outs, nullptr, s),
+                    Catch::Contains("9 tokens, over the model's 8 tokens of its sliding_window"));
+}
+
+TEST_CASE("Decoder reports grouped or alone give the same bits, empty reports are zeros", "[decoder]") {
+  for (const char* name : {"gpt2", "llama"}) {
+    const auto m = load_model(fixture(name));
+    const SafeTensors ref(fixture(name) / "reference.safetensors");
+    std::vector<std::uint32_t> all;
+    std::vector<std::uint64_t> off{0};
+    for (std::size_t n : {5, 1, 17, 8}) {
+      const auto ids = ref_ids(ref, n);
+      all.insert(all.end(), ids.begin(), ids.end());
+      off.push_back(all.size());
+      if (n == 1) off.push_back(all.size());  // an empty report
+    }
+    const SimdLevel level = supported_levels().back();
+    const Out together = run(*m, all, off, level);
+    const std::size_t R = off.size() - 1, H = m->shape().heads;
+    for (std::size_t r = 0; r < R; ++r) {
+      std::vector<std::uint32_t> one(all.begin() + off[r], all.begin() + off[r + 1]);
+      const Out alone = run(*m, one, {0, off[r + 1] - off[r]}, level);
+      for (std::size_t l = 0; l < m->shape().layers; ++l)
+        for (std::size_t h = 0; h <= H; ++h)
+          for (std::size_t s = 0; s < kHeadStats; ++s) {
+            CAPTURE(name, r, l, h, s);
+            CHECK(together.hs[l][(h * kHeadStats + s) * R + r] == alone.hs[l][h * kHeadStats + s]);
+            if (off[r + 1] == off[r]) CHECK(alone.hs[l][h * kHeadStats + s] == 0.0);
+          }
+    }
+  }
+}
+
+namespace {
+/// A copy of fixture `name` in a temp folder with config.json edited by `edit` (nullptr: none).
+fs::path edited(testutil::TempDir& tmp, const std::string& name, void (*edit)(nlohmann::json&)) {
+  const fs::path d = tmp.path / name;
+  fs::create_directories(d);
+  for (const auto& e : fs::directory_iterator(fixture(name))) fs::copy_file(e.path(), d / e.path().filename());
+  if (edit) {
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(d / "config.json"));
+    edit(j);
+    std::ofstream(d / "config.json", std::ios::trunc) << j.dump();
+  }
+  return d;
+}
+std::string load_error(const fs::path& d) {
+  try {
+    load_model(d);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+}  // namespace
+
+TEST_CASE("Decoder folders: every refusal names the file and the field or tensor", "[decoder]") {
+  testutil::TempDir tmp;
+  CHECK_THAT(load_error(edited(tmp, "llama", [](nlohmann::json& j) { j["num_hidden_layers"] = 3; })),
+             Catch::Contains("tensor 'model.layers.2.self_attn.q_proj.weight'") && Catch::Contains("model.safetensors"));
+  testutil::TempDir t2;
+  CHECK_THAT(load_error(edited(t2, "llama", [](nlohmann::json& j) { j["rope_parameters"]["rope_type"] = "yarn"; })),
+             Catch::Contains("unsupported rope type 'yarn'") && Catch::Contains("config.json"));
+  testutil::TempDir t3;
+  CHECK_THAT(load_error(edited(t3, "llama", [](nlohmann::json& j) { j["quantization_config"] = {{"quant_method", "gptq"}}; })),
+             Catch::Contains("quantized model (quantization_config gptq)"));
+  testutil::TempDir t4;
+  CHECK_THAT(load_error(edited(t4, "llama", [](nlohmann::json& j) { j["model_type"] = "falcon"; })),
+             Catch::Contains("unsupported architecture (model_type 'falcon')") && Catch::Contains("\"llama\""));
+  testutil::TempDir t5;
+  CHECK_THAT(load_error(edited(t5, "gpt2", [](nlohmann::json& j) { j["activation_function"] = "relu"; })),
+             Catch::Contains("activation_function 'relu'"));
+  testutil::TempDir t6;
+  CHECK_THAT(load_error(edited(t6, "llama", [](nlohmann::json& j) { j["num_key_value_heads"] = 3; })),
+             Catch::Contains("not a multiple of num_key_value_heads 3"));
+  testutil::TempDir t7;  // a shard the index names, gone
+  const fs::path d7 = edited(t7, "llama-sharded", nullptr);
+  fs::remove(d7 / "model-00002-of-00004.safetensors");
+  CHECK_THAT(load_error(d7), Catch::Contains("model-00002-of-00004.safetensors"));
+}
+
+TEST_CASE("run --model on a decoder folder without tokenizer support: a clear refusal", "[decoder]") {
+  testutil::TempDir tmp;
+  const auto r = testutil::run_cli("run -s text -p path=" + testutil::shell_quote(tmp.file("none.csv")) + " --model " +
+                                   testutil::shell_quote(fixture("gpt2").string()) + " --quiet");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::Contains("model_type 'gpt2' needs its tokenizer.json"));
+}
