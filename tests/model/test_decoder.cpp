@@ -6,6 +6,7 @@
 // Plus: grouping never changes a bit, GQA pairs, and every refusal names what is at fault.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -237,10 +238,48 @@ TEST_CASE("Decoder folders: every refusal names the file and the field or tensor
   CHECK_THAT(load_error(d7), Catch::Contains("model-00002-of-00004.safetensors"));
 }
 
-TEST_CASE("run --model on a decoder folder without tokenizer support: a clear refusal", "[decoder]") {
+TEST_CASE("run --model on decoder folders reads text through their tokenizer.json", "[decoder]") {
+  // gpt2 (byte-level BPE) and llama (byte-fallback BPE, <s> template) carry the tokenizer fixtures'
+  // tokenizer.json: a text run's rows hold the ids `tokenizers` gives for the same texts.
+  for (const auto& [model, tok] : {std::pair{"gpt2", "tok_gpt2"}, std::pair{"llama", "tok_llama"}}) {
+    INFO(model);
+    testutil::TempDir tmp;
+    std::ifstream expected(testutil::source_path(std::string("tests/model/fixtures/") + tok + "/expected.jsonl"));
+    std::vector<std::vector<std::uint32_t>> ids;
+    std::ofstream texts(tmp.file("texts.jsonl"));
+    for (std::string line; std::getline(expected, line) && ids.size() < 8;) {
+      const auto j = nlohmann::json::parse(line);
+      const std::string text = j["text"];
+      const bool word = std::any_of(text.begin(), text.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+      if (!word || j["ids"].size() < 3 || j["ids"].size() > 40) continue;
+      texts << nlohmann::json{{"report_id", "r" + std::to_string(ids.size())}, {"text", text}}.dump() << "\n";
+      ids.push_back(j["ids"].get<std::vector<std::uint32_t>>());
+    }
+    texts.close();
+    REQUIRE(ids.size() == 8);
+    const auto r = testutil::run_cli("run -s text -p path=" + testutil::shell_quote(tmp.file("texts.jsonl")) + " --model " +
+                                     testutil::shell_quote(fixture(model).string()) + " --per-report " +
+                                     testutil::shell_quote(tmp.file("rows.jsonl")) + " --quiet");
+    REQUIRE(r.status == 0);
+    std::ifstream rows(tmp.file("rows.jsonl"));
+    std::size_t seen = 0;
+    for (std::string line; std::getline(rows, line);) {
+      const auto j = nlohmann::json::parse(line);
+      if (j["layer"] != 0) continue;
+      REQUIRE(seen < ids.size());
+      CHECK(j["token_ids"].get<std::vector<std::uint32_t>>() == ids[seen]);
+      CHECK(j["n_tokens"] == ids[seen].size());
+      CHECK(std::isfinite(j["head_separation"].get<double>()));
+      ++seen;
+    }
+    CHECK(seen == ids.size());
+  }
+  // Without tokenizer.json (and no vocab.txt) the folder cannot read text: refused by name.
   testutil::TempDir tmp;
+  const fs::path bare = edited(tmp, "gpt2", nullptr);
+  fs::remove(bare / "tokenizer.json");
   const auto r = testutil::run_cli("run -s text -p path=" + testutil::shell_quote(tmp.file("none.csv")) + " --model " +
-                                   testutil::shell_quote(fixture("gpt2").string()) + " --quiet");
+                                   testutil::shell_quote(bare.string()) + " --quiet");
   CHECK(r.status == 1);
-  CHECK_THAT(r.err, Catch::Contains("model_type 'gpt2' needs its tokenizer.json"));
+  CHECK_THAT(r.err, Catch::Contains("tokenizer.json"));
 }
