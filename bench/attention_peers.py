@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -219,27 +220,6 @@ def max_abs(a, b):
     return float((torch.as_tensor(a, dtype=torch.float32) - torch.as_tensor(b, dtype=torch.float32)).abs().max())
 
 
-def check_headsep_maps(path, w_ref, out_ref, H):
-    """Max |Δ| of heads' maps and the multi-head output vs torch, over the reports in the file."""
-    err_w = err_o = 0.0
-    count = 0
-    with open(path) as f:
-        for line in f:
-            rec = json.loads(line)
-            i = rec["report_index"]
-            heads = np.asarray(rec["heads"], dtype=np.float64)  # [H, queries, n]
-            ref = w_ref[i].numpy()
-            if heads.shape != ref.shape:
-                raise RuntimeError(f"report {i}: heads {heads.shape} vs torch {ref.shape}")
-            err_w = max(err_w, float(np.abs(heads - ref).max()))
-            if rec.get("output") is not None:
-                err_o = max(err_o, float(np.abs(np.asarray(rec["output"]) - out_ref[i].numpy()).max()))
-            else:
-                err_o = float("nan")
-            count += 1
-    return count, err_w, err_o
-
-
 def fmt_rate(x):
     if x is None:
         return "—"
@@ -267,7 +247,7 @@ def check_like_with_like(hs, shape, seed, folder, T):
 
 
 def timings(a, hs, case, T, variants):
-    """{name: best seconds} over a.repeat interleaved rounds (every implementation once per round)."""
+    """{name: best wall s}, {name: best CPU s (all threads)} over a.repeat interleaved rounds."""
     mha, X, sd, paths, feeds, models = case
     B, H = X.shape[0], mha.num_heads
     feats = load_file(paths["x"])["features"]
@@ -289,7 +269,7 @@ def timings(a, hs, case, T, variants):
     chunk = a.chunk if a.chunk != "auto" else str(max(16, min(8192, -(-B // (8 * T)))))
     summ = os.path.join(os.path.dirname(paths["x"]), f"summary-T{T}.json")
     cmd = hs.command(paths["x"], paths["mha"], H, T, chunk, summ, baseline=paths["single"]) if not hs.missing else None
-    best, notes = {}, {}
+    best, cpu, notes = {}, {}, {}
     torch.set_num_threads(T)
     for r in range(a.repeat):
         for name, make in impls.items():
@@ -297,24 +277,29 @@ def timings(a, hs, case, T, variants):
                 fn = make()
                 if r == 0 and not name.startswith("onnxruntime"):
                     fn()  # warm-up
-                calls, t0 = 0, time.perf_counter()
+                calls, t0, c0 = 0, time.perf_counter(), time.process_time()
                 while calls == 0 or time.perf_counter() - t0 < a.min_time:  # a short call: the mean of several
                     fn()
                     calls += 1
                 best[name] = min(best.get(name, float("inf")), (time.perf_counter() - t0) / calls)
+                cpu[name] = min(cpu.get(name, float("inf")), (time.process_time() - c0) / calls)
             del fn
         if cmd:
             try:
                 if r == 0:
                     run_cmd(cmd)  # warm the page cache
+                ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 eng, proc, how = hs.time_run(cmd, summ, 1, 0)
+                ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                used = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime  # the whole process, start-up too
+                cpu["headsep qkv + all metrics"] = min(cpu.get("headsep qkv + all metrics", float("inf")), used)
                 if eng is None:
-                    return best, "no engine time in its output (a run under 20 ms)"
+                    return best, cpu, "no engine time in its output (a run under 20 ms)"
                 best["headsep qkv + all metrics"] = min(best.get("headsep qkv + all metrics", float("inf")), eng)
                 notes["headsep"] = f"{' '.join(cmd)}  [time: {how}]"
             except RuntimeError as e:
                 notes["headsep"] = f"failed: {str(e)[:600]}"
-    return best, notes.get("headsep")
+    return best, cpu, notes.get("headsep")
 
 
 def main():
@@ -408,14 +393,14 @@ def main():
                                  ["--attention", maps, "--attention-reports", "first:8"], paths["single"])
                 r = run_cmd(cmd)
                 if r.returncode == 0:
-                    cnt, ew, eo = check_headsep_maps(maps, w_ref, out_ref, H)
+                    cnt, ew, eo = attention_torch_peer.check_headsep_maps(maps, w_ref, out_ref, H)
                     agree["headsep"] = f"{cnt} reports: weights max |Δ| {ew:.2g}, output {eo:.2g}" + \
                         (f"  ** above {TOL} **" if not (max(ew, eo) <= TOL) else "")
                 else:
                     agree["headsep"] = f"--attention run failed: {r.stderr.strip()[:300]}"
             del sdpa_out, w_ref, out_ref
             for T in thread_counts:
-                best, hs_note = timings(a, hs, (mha, X, sd, paths, feeds, models), T, variants)
+                best, cpu_s, hs_note = timings(a, hs, (mha, X, sd, paths, feeds, models), T, variants)
                 hs_t = best.get("headsep qkv + all metrics")
                 peak = peak_core * T if peak_core else None
                 print(f"-- threads {T}" + (f" (fp32 peak {peak:.0f} GFLOP/s)" if peak else ""))
@@ -423,8 +408,10 @@ def main():
                     rate, gf = B / dt, B / dt * fl / 1e9
                     ratio = f"{dt / hs_t:.2f}x" if hs_t else "—"
                     pct = f"{100 * gf / peak:6.1f} % peak" if peak else ""
-                    print(f"   {name:52s} {rate:12.4g} reports/s {gf:8.2f} GFLOP/s {pct}   headsep/this {ratio}")
-                    results.setdefault(T, []).append((label, name, rate, gf, ratio))
+                    cr = B / cpu_s[name] if cpu_s.get(name) else None
+                    print(f"   {name:52s} {rate:12.4g} reports/s {gf:8.2f} GFLOP/s {pct}   headsep/this {ratio}"
+                          f"   per CPU-second {cr or 0:10.4g}")
+                    results.setdefault(T, []).append((label, name, rate, gf, ratio, cr))
                 ort_best = min(((dt, k) for k, dt in best.items() if k.startswith("onnxruntime")), default=None)
                 if ort_best and hs_t:
                     print(f"   best onnxruntime: {ort_best[1]}, headsep / it {ort_best[0] / hs_t:.2f}x")
@@ -440,10 +427,10 @@ def main():
           f"{os.cpu_count()} CPUs: a loaded machine slows the multi-threaded runs most")
     for T, rows in results.items():
         print(f"\n### {T} thread{'s' if T > 1 else ''} ({cpu})\n")
-        print("| B x n x d_model x heads | implementation | reports/s | GFLOP/s | headsep / this |")
-        print("|---|---|---|---|---|")
-        for label, name, rate, gf, ratio in rows:
-            print(f"| {label} | {name} | {fmt_rate(rate)} | {gf:.1f} | {ratio} |")
+        print("| B x n x d_model x heads | implementation | reports/s | GFLOP/s | headsep / this | reports per CPU-second |")
+        print("|---|---|---|---|---|---|")
+        for label, name, rate, gf, ratio, cr in rows:
+            print(f"| {label} | {name} | {fmt_rate(rate)} | {gf:.1f} | {ratio} | {fmt_rate(cr)} |")
 
 
 if __name__ == "__main__":

@@ -189,3 +189,24 @@ def compare(values, summ, csv_path, summary_path, H):
     tv = max((abs(a["head_separation"] - b["head_separation"]) for a, b in zip(sc["top"], summ["top"])), default=0.0)
     lines.append(f"top-{len(ti)}: {'same reports, same order' if ti == oi else f'headsep {ti} vs torch {oi}'}, values max |Δ| {tv:.2g}")
     return lines, max(float(d.max()), *dm.values(), dq if exact else 0.0)
+
+
+def check_headsep_maps(path, w_ref, out_ref, H):
+    """headsep --attention maps (JSON lines) vs torch: max |Δ| of heads' maps and the multi-head output vs torch, over the reports in the file."""
+    err_w = err_o = 0.0
+    count = 0
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            i = rec["report_index"]
+            heads = torch.tensor(rec["heads"], dtype=torch.float64)  # [H, queries, n]
+            ref = w_ref[i].double()
+            if heads.shape != ref.shape:
+                raise RuntimeError(f"report {i}: heads {heads.shape} vs torch {ref.shape}")
+            err_w = max(err_w, float((heads - ref).abs().max()))
+            if rec.get("output") is not None:
+                err_o = max(err_o, float((torch.tensor(rec["output"], dtype=torch.float64) - out_ref[i].double()).abs().max()))
+            else:
+                err_o = float("nan")
+            count += 1
+    return count, err_w, err_o

@@ -173,10 +173,16 @@ def runner(sess, X, variant):
     H = sess.get_outputs()[1].shape[1]
     out, w = np.empty((B, n, d), np.float32), np.empty((B, H, n, n), np.float32)
     io = sess.io_binding()
-    io.bind_ortvalue_input("x", ort.OrtValue.ortvalue_from_numpy(X))
+    x_value = ort.OrtValue.ortvalue_from_numpy(X)
+    io.bind_ortvalue_input("x", x_value)
     io.bind_output("out", "cpu", 0, np.float32, out.shape, out.ctypes.data)
     io.bind_output("weights", "cpu", 0, np.float32, w.shape, w.ctypes.data)
-    return lambda: sess.run_with_iobinding(io)
+    keep = (x_value, out, w)  # ORT holds raw pointers into these: they live as long as the callable
+
+    def run():
+        sess.run_with_iobinding(io)
+        return keep
+    return run
 
 
 def profile_ops(model, X, threads, folder, runs=3):
@@ -204,6 +210,7 @@ def optimized_ops(model, threads):
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
+    so.log_severity_level = 3  # not the warning that an ENABLE_ALL model is hardware-specific
     with tempfile.TemporaryDirectory() as t:
         so.optimized_model_filepath = os.path.join(t, "opt.onnx")
         ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])

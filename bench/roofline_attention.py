@@ -50,7 +50,7 @@ for k in sorted(rate):
 exp_rate, log_rate = rate[f"exp/{level}-engine"], rate[f"log/{level}-engine"]
 
 names = "|".join(re.escape(s) for s in shapes)
-ba = gbench("bench_attention", f"^(project|kernel)/({names})/{level}$|^run/({names})/{level}/threads:1$")
+ba = gbench("bench_attention", f"^(project|kernel)/({names})/{level}$|^run/({names})/{level}/threads:1/real_time$")
 for s in shapes:
     B, n, d, H = map(int, s.split("x"))
     dk = d // H
@@ -60,13 +60,13 @@ for s in shapes:
              f"exp x {(H + 1) * n * n}": (H + 1) * n * n / exp_rate,
              f"log x {P * n * n + (H + 1) * n}": (P * n * n + (H + 1) * n) / log_rate}
     floor = sum(parts.values())
-    meas = {k: ba.get(f"{k}/{s}/{level}" + ("/threads:1" if k == "run" else "")) for k in ("project", "kernel", "run")}
+    meas = {k: ba.get(f"{k}/{s}/{level}" + ("/threads:1/real_time" if k == "run" else "")) for k in ("project", "kernel", "run")}
     per = {k: (1.0 / v["items_per_second"] if v else None) for k, v in meas.items()}
-    print(f"\n{s}: ceiling per report, one core (µs)")
+    print(f"\n{s}: ceiling per report, one core (ns)")
     for k, t in parts.items():
-        print(f"   {k:26s} {t * 1e6:10.3f}   {100 * t / floor:5.1f} % of the floor")
-    print(f"   {'floor (sum)':26s} {floor * 1e6:10.3f}   -> {1 / floor:,.0f} reports/s")
+        print(f"   {k:26s} {t * 1e9:12,.1f}   {100 * t / floor:5.1f} % of the floor")
+    print(f"   {'floor (sum)':26s} {floor * 1e9:12,.1f}   -> {1 / floor:,.0f} reports/s")
     for k, t in per.items():
         if t:
             ceil = parts["projections (FMA)"] if k == "project" else floor - parts["projections (FMA)"] if k == "kernel" else floor
-            print(f"   measured {k:17s} {t * 1e6:10.3f}   ({1 / t:,.0f} reports/s, {100 * ceil / t:5.1f} % of its ceiling)")
+            print(f"   measured {k:17s} {t * 1e9:12,.1f}   ({1 / t:,.0f} reports/s, {100 * ceil / t:5.1f} % of its ceiling)")
