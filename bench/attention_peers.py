@@ -302,6 +302,19 @@ def timings(a, hs, case, T, variants):
     return best, cpu, notes.get("headsep")
 
 
+def headsep_maps(hs, paths, H, T, folder, w_ref, out_ref):
+    """headsep's --attention maps and outputs of the first 8 reports vs torch's: a line to print."""
+    maps = os.path.join(folder, "maps.jsonl")
+    cmd = hs.command(paths["x"], paths["mha"], H, T, "default", maps + ".json",
+                     ["--attention", maps, "--attention-reports", "first:8"], paths["single"])
+    r = run_cmd(cmd)
+    if r.returncode != 0:
+        return f"--attention run failed: {r.stderr.strip()[:300]}"
+    cnt, ew, eo = attention_torch_peer.check_headsep_maps(maps, w_ref, out_ref, H)
+    return f"{cnt} reports: weights max |Δ| {ew:.2g}, output {eo:.2g}" + \
+        (f"  ** above {TOL} **" if not (max(ew, eo) <= TOL) else "")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--headsep", default=os.environ.get("HEADSEP_BIN") or os.path.join(
@@ -388,16 +401,7 @@ def main():
                 except Exception as e:  # an ORT without this operator: say so, keep going
                     agree[f"onnxruntime {g}"] = f"skipped: {str(e).splitlines()[0][:160]}"
             if not hs.missing and hs.attention_flag:
-                maps = os.path.join(folder, "maps.jsonl")
-                cmd = hs.command(paths["x"], paths["mha"], H, max(thread_counts), "default", maps + ".json",
-                                 ["--attention", maps, "--attention-reports", "first:8"], paths["single"])
-                r = run_cmd(cmd)
-                if r.returncode == 0:
-                    cnt, ew, eo = attention_torch_peer.check_headsep_maps(maps, w_ref, out_ref, H)
-                    agree["headsep"] = f"{cnt} reports: weights max |Δ| {ew:.2g}, output {eo:.2g}" + \
-                        (f"  ** above {TOL} **" if not (max(ew, eo) <= TOL) else "")
-                else:
-                    agree["headsep"] = f"--attention run failed: {r.stderr.strip()[:300]}"
+                agree["headsep"] = headsep_maps(hs, paths, H, max(thread_counts), folder, w_ref, out_ref)
             del sdpa_out, w_ref, out_ref
             for T in thread_counts:
                 best, cpu_s, hs_note = timings(a, hs, (mha, X, sd, paths, feeds, models), T, variants)
