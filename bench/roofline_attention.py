@@ -10,7 +10,7 @@ and each is divided by what one core does per second: the fp32 FMA peak of `head
 exp / log rates of the engine's own vector functions measured by bench_transcendental (L1-resident,
 so an upper bound). The ceilings add up (all of it runs on the same vector ports). Measured beside
 it: bench_attention's project/ (projections), kernel/ (attention + every metric on ready
-projections) and run/ (both, what the engine calls) at the best level, one thread.
+projections) and run/ (both, what the engine calls; its CPU time per report) at the best level, one thread.
 
 Usage: bench/roofline.sh attention [BUILD_DIR] [SHAPES]   (default build, 256x256x256x8,65536x3x2x2)
 """
@@ -61,7 +61,10 @@ for s in shapes:
              f"log x {P * n * n + (H + 1) * n}": (P * n * n + (H + 1) * n) / log_rate}
     floor = sum(parts.values())
     meas = {k: ba.get(f"{k}/{s}/{level}" + ("/threads:1/real_time" if k == "run" else "")) for k in ("project", "kernel", "run")}
-    per = {k: (1.0 / v["items_per_second"] if v else None) for k, v in meas.items()}
+    # CPU seconds per report (run/ reports real time: on a shared host its CPU time is the fairer one).
+    unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+    per = {k: (v["cpu_time"] / (v["items_per_second"] * v["real_time"] * unit[v["time_unit"]]) if k == "run"
+               else 1.0 / v["items_per_second"]) if v else None for k, v in meas.items()}
     print(f"\n{s}: ceiling per report, one core (ns)")
     for k, t in parts.items():
         print(f"   {k:26s} {t * 1e9:12,.1f}   {100 * t / floor:5.1f} % of the floor")
