@@ -62,8 +62,8 @@ for s in shapes:
     floor = sum(parts.values())
     meas = {k: ba.get(f"{k}/{s}/{level}" + ("/threads:1/real_time" if k == "run" else "")) for k in ("project", "kernel", "run")}
     # CPU seconds per report (run/ reports real time: on a shared host its CPU time is the fairer one).
-    unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-    per = {k: (v["cpu_time"] / (v["items_per_second"] * v["real_time"] * unit[v["time_unit"]]) if k == "run"
+    # cpu_time / real_time is the share of the wall time on a CPU; 1 / items_per_second the wall per report.
+    per = {k: (v["cpu_time"] / (v["items_per_second"] * v["real_time"]) if k == "run"
                else 1.0 / v["items_per_second"]) if v else None for k, v in meas.items()}
     print(f"\n{s}: ceiling per report, one core (ns)")
     for k, t in parts.items():
