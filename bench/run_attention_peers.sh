@@ -4,6 +4,7 @@
 # from PyPI in the venv $HEADSEP_BENCH_VENV (default .venv-bench), created on first use (torch's wheel brings CUDA libraries,
 # about 5.5 GB: keep this out of tests and CI).
 # Usage: bench/run_attention_peers.sh [attention_peers.py args...]   e.g. --shapes 256x256x256x8 --threads 2
+#        (--ort-variants all: every onnxruntime session variant; --check SHAPES: the torch peer vs headsep)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 source "$here/scripts/setup.sh"
