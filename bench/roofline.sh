@@ -3,10 +3,13 @@
 # supported SIMD level (automatic strategy), f32 and f64, 1 and 2 threads.
 #
 #   bench/roofline.sh [path/to/bench_kernels] [repetitions]
+#   bench/roofline.sh attention [BUILD_DIR] [SHAPES]   the qkv attention against FLOPs + exp/log
+#                                                      throughput (bench/roofline_attention.py)
 #
 # Prints kernel groups/s (reports/s), roofline groups/s (the same input bytes summed) and their
 # ratio, from the median of the repetitions. The target from the issue: f32 on 2 threads >= 50%.
 set -eu
+if [ "${1:-}" = attention ]; then shift; exec python3 "$(dirname "$0")/roofline_attention.py" "$@"; fi
 BIN=${1:-build/bench/bench_kernels}
 REPS=${2:-5}
 [ -x "$BIN" ] || { echo "roofline.sh: no benchmark binary at $BIN (build target bench_kernels)" >&2; exit 2; }
