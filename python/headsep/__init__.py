@@ -242,15 +242,10 @@ class Model:
         in-memory file (memfd): nothing is written to disk.
         """
         records = _text_records(texts)
-        if isinstance(maps, bool) or maps is None:
-            sel = bool(maps)
-        elif isinstance(maps, (str, bytes)):
-            raise TypeError("maps: expected True/False or a sequence of report indices")
-        else:
-            sel = _int_list(maps, "maps")
-            bad = [i for i in sel if i >= len(records)]
-            if bad:
-                raise ValueError(f"maps: report index {bad[0]} is out of range ({len(records)} reports)")
+        sel = _map_selection(maps)
+        bad = [] if isinstance(sel, bool) else [i for i in sel if i >= len(records)]
+        if bad:
+            raise ValueError(f"maps: report index {bad[0]} is out of range ({len(records)} reports)")
         layers = [] if map_layers is None else _int_list(map_layers, "map_layers")
         params = ["text.format=jsonl"]
         if lexicon is not None:
@@ -299,6 +294,6 @@ def model(path) -> Model:
 
 
 # headsep.attention: arrays in (NumPy / torch), python/headsep/_attention.py.
-from ._attention import AttentionResult, _int_list, attention  # noqa: E402
+from ._attention import AttentionResult, _int_list, _map_selection, attention  # noqa: E402
 
 __all__ += ["attention", "AttentionResult"]

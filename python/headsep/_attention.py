@@ -10,7 +10,7 @@ import os as _os
 import numpy as _np
 
 from . import _headsep
-from ._result import Result
+from ._result import KeptMaps, Result
 
 
 def _is_torch(obj) -> bool:
@@ -82,13 +82,22 @@ def _int_list(v, what: str) -> list[int]:
     return [int(i) for i in a]
 
 
+def _map_selection(maps):
+    """maps=: True/False/None, or a sequence of report indices (a list of int)."""
+    if isinstance(maps, bool) or maps is None:
+        return bool(maps)
+    if isinstance(maps, (str, bytes)):
+        raise TypeError("maps: expected True/False or a sequence of report indices")
+    return _int_list(maps, "maps")
+
+
 def _query(q) -> str:
     if isinstance(q, bool) or not isinstance(q, (str, int, _np.integer)):
         raise TypeError(f"query: expected 'all', 'first', 'last' or a token index (int), got {type(q).__name__}")
     return str(int(q)) if not isinstance(q, str) else q
 
 
-class AttentionResult(Result):
+class AttentionResult(KeptMaps, Result):
     """A headsep.Result (summary, rows, arrays, report) of ``headsep.attention``, with the attention
     maps asked for by ``maps=``.
 
@@ -107,24 +116,12 @@ class AttentionResult(Result):
         self._maps = maps
         self._x_address = x_address  # where the engine read X (tests: in place)
 
-    def _get(self, key):
-        return None if self._maps is None else self._maps[key]
-
-    @property
-    def maps(self):
-        return self._get("maps")
-
-    @property
-    def single_maps(self):
-        return self._get("single")
+    def _kept(self):
+        return self._maps
 
     @property
     def output(self):
         return self._get("output")
-
-    @property
-    def map_reports(self):
-        return self._get("reports")
 
     @property
     def map_queries(self):
@@ -218,12 +215,7 @@ def attention(x, *, offsets=None, weights, heads=None, query="all", causal=False
     h = _count("heads", heads, 1)
     if module_heads is not None and module_heads != h:
         raise ValueError(f"heads={h}, but the module has num_heads={module_heads}")
-    if isinstance(maps, bool) or maps is None:
-        sel = bool(maps)
-    elif isinstance(maps, (str, bytes)):
-        raise TypeError("maps: expected True/False or a sequence of report indices")
-    else:
-        sel = _int_list(maps, "maps")
+    sel = _map_selection(maps)
     f = None
     if features is not None:
         f = (features.detach().cpu().double().contiguous().numpy() if _is_torch(features)

@@ -136,7 +136,31 @@ class Result:
         return f"<headsep.Result: {what} in {self.seconds:.3f} s>"
 
 
-class ModelResult(Result):
+class KeptMaps:
+    """The accessors of the attention maps a run kept (``maps=``): ``_kept()`` gives the
+    extension's dict, or None when the run kept none."""
+
+    def _kept(self):
+        raise NotImplementedError
+
+    def _get(self, key):
+        m = self._kept()
+        return None if m is None else m[key]
+
+    @property
+    def maps(self):
+        return self._get("maps")
+
+    @property
+    def single_maps(self):
+        return self._get("single")
+
+    @property
+    def map_reports(self):
+        return self._get("reports")
+
+
+class ModelResult(KeptMaps, Result):
     """A headsep.Result of ``headsep.model(path).run``: rows per (report, scenario, layer) as
     ``--per-report`` writes them, and the attention maps asked for by ``maps=`` (as ``--attention``):
 
@@ -151,21 +175,8 @@ class ModelResult(Result):
     def __init__(self, core):
         super().__init__(core, kind="model")
 
-    def _get(self, key):
-        m = self._core.maps
-        return None if m is None else m[key]
-
-    @property
-    def maps(self):
-        return self._get("maps")
-
-    @property
-    def single_maps(self):
-        return self._get("single")
-
-    @property
-    def map_reports(self):
-        return self._get("reports")
+    def _kept(self):
+        return self._core.maps
 
     @property
     def map_layers(self):

@@ -19,6 +19,7 @@
 #include "headsep/array_input.hpp"
 #include "headsep/error.hpp"
 #include "result.hpp"
+#include "rows.hpp"
 
 namespace nb = nanobind;
 
@@ -91,26 +92,26 @@ class MapSink final : public ResultSink {
   /// `n`, `nq`: the uniform reports' tokens and query rows (the shape of an empty selection).
   nb::dict to_python(bool ragged, std::size_t n_uniform, std::size_t nq_uniform) {
     nb::dict out;
-    out["reports"] = owned(std::vector<std::uint64_t>(reports_), {reports_.size()});
-    out["queries"] = owned(std::vector<std::uint32_t>(query_), {query_.size()});
+    out["reports"] = owned_array(std::vector<std::uint64_t>(reports_), {reports_.size()});
+    out["queries"] = owned_array(std::vector<std::uint32_t>(query_), {query_.size()});
     const std::size_t R = reports_.size();
     const bool same = std::all_of(n_.begin(), n_.end(), [&](std::size_t v) { return v == n_[0]; }) &&
                       std::all_of(nq_.begin(), nq_.end(), [&](std::size_t v) { return v == nq_[0]; });
     if (!ragged && same) {  // uniform reports always have one shape
       const std::size_t n = R ? n_[0] : n_uniform, nq = R ? nq_[0] : nq_uniform;
-      out["maps"] = owned(std::move(maps_), {R, heads_, nq, n});
-      out["single"] = owned(std::move(single_), {R, nq, n});
-      out["output"] = d_out_ ? owned(std::move(output_), {R, nq, d_out_}) : nb::none();
+      out["maps"] = owned_array(std::move(maps_), {R, heads_, nq, n});
+      out["single"] = owned_array(std::move(single_), {R, nq, n});
+      out["output"] = d_out_ ? owned_array(std::move(output_), {R, nq, d_out_}) : nb::none();
       return out;
     }
     nb::list maps, single, output;
     std::size_t m = 0, s = 0, o = 0;
     for (std::size_t i = 0; i < R; ++i) {
       const std::size_t block = nq_[i] * n_[i];
-      maps.append(owned(std::vector<float>(maps_.begin() + m, maps_.begin() + m + heads_ * block), {heads_, nq_[i], n_[i]}));
-      single.append(owned(std::vector<float>(single_.begin() + s, single_.begin() + s + block), {nq_[i], n_[i]}));
+      maps.append(owned_array(std::vector<float>(maps_.begin() + m, maps_.begin() + m + heads_ * block), {heads_, nq_[i], n_[i]}));
+      single.append(owned_array(std::vector<float>(single_.begin() + s, single_.begin() + s + block), {nq_[i], n_[i]}));
       if (d_out_)
-        output.append(owned(std::vector<float>(output_.begin() + o, output_.begin() + o + nq_[i] * d_out_), {nq_[i], d_out_}));
+        output.append(owned_array(std::vector<float>(output_.begin() + o, output_.begin() + o + nq_[i] * d_out_), {nq_[i], d_out_}));
       m += heads_ * block, s += block, o += nq_[i] * d_out_;
     }
     out["maps"] = maps, out["single"] = single;
@@ -121,13 +122,6 @@ class MapSink final : public ResultSink {
   std::uintptr_t x_address() const { return reinterpret_cast<std::uintptr_t>(x_address_); }
 
  private:
-  template <class T>
-  static nb::object owned(std::vector<T>&& v, std::initializer_list<std::size_t> shape) {
-    auto* heap = new std::vector<T>(std::move(v));
-    nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-    return nb::cast(nb::ndarray<nb::numpy, T>(heap->data(), shape, owner));
-  }
-
   std::function<bool(std::uint64_t)> keep_;
   std::uint32_t heads_;
   std::vector<std::uint64_t> reports_;

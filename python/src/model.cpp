@@ -45,8 +45,8 @@ class ModelMapSink final : public ResultSink {
   /// {"reports": uint64 [R], "layers": uint32 [L], "maps": [R] x [L, H, n, n], "single": [R] x [L, n, n]}.
   nb::dict to_python() {
     nb::dict out;
-    out["reports"] = owned(std::vector<std::uint64_t>(reports_), {reports_.size()});
-    out["layers"] = owned(std::vector<std::uint32_t>(layers_), {layers_.size()});
+    out["reports"] = owned_array(std::vector<std::uint64_t>(reports_), {reports_.size()});
+    out["layers"] = owned_array(std::vector<std::uint32_t>(layers_), {layers_.size()});
     nb::list maps, single;
     const std::size_t L = layers_.size();
     for (std::size_t k = 0; k < reports_.size(); ++k) {
@@ -57,8 +57,8 @@ class ModelMapSink final : public ResultSink {
         std::copy(src, src + block, base.begin() + l * block);
         std::copy(src + block, src + (heads_ + 1) * block, heads.begin() + l * heads_ * block);
       }
-      maps.append(owned(std::move(heads), {L, heads_, n, n}));
-      single.append(owned(std::move(base), {L, n, n}));
+      maps.append(owned_array(std::move(heads), {L, heads_, n, n}));
+      single.append(owned_array(std::move(base), {L, n, n}));
       blocks_[k] = {};
     }
     out["maps"] = maps, out["single"] = single;
@@ -66,13 +66,6 @@ class ModelMapSink final : public ResultSink {
   }
 
  private:
-  template <class T>
-  static nb::object owned(std::vector<T>&& v, std::initializer_list<std::size_t> shape) {
-    auto* heap = new std::vector<T>(std::move(v));
-    nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-    return nb::cast(nb::ndarray<nb::numpy, T>(heap->data(), shape, owner));
-  }
-
   std::vector<std::uint64_t> reports_;
   std::vector<std::size_t> n_;
   std::vector<std::vector<float>> blocks_;  // per report: per kept layer (H + 1) x n x n

@@ -1,6 +1,7 @@
 // The rows' accessors that headsep.Result reads (columns as NumPy views of the engine's buffers,
 // ids and tokens as lists), defined once for every bound result type that keeps a RowColumns:
-// RunResult (headsep.run, headsep.attention) and ModelRunResult (headsep.model(...).run).
+// RunResult (headsep.run, headsep.attention) and ModelRunResult (headsep.model(...).run); and
+// owned_array, the kept maps' arrays.
 #pragma once
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -16,6 +17,14 @@ template <class T, class Owner>
 nanobind::object view_of(const std::vector<T>& v, const Owner& owner) {
   return nanobind::cast(
       nanobind::ndarray<nanobind::numpy, const T, nanobind::ndim<1>>(v.data(), {v.size()}, nanobind::find(&owner)));
+}
+
+/// A NumPy array of `shape` that owns `v` (moved to the heap, freed with the array).
+template <class T>
+nanobind::object owned_array(std::vector<T>&& v, std::initializer_list<std::size_t> shape) {
+  auto* heap = new std::vector<T>(std::move(v));
+  nanobind::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nanobind::cast(nanobind::ndarray<nanobind::numpy, T>(heap->data(), shape, owner));
 }
 
 /// Per report: a list of its tokens()[offset[i] .. offset[i + 1]) (str), or of its token ids (int).

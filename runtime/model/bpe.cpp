@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "headsep/error.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep::bpe {
 namespace {
@@ -25,21 +26,7 @@ constexpr std::uint32_t make_byte_char(int b) noexcept {
 
 std::string utf8_of(std::uint32_t c) {
   std::string s;
-  if (c < 0x80) {
-    s.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    s.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    s.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    s.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    s.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    s.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    s.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    s.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    s.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    s.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
+  append_utf8(s, c);
   return s;
 }
 

@@ -93,23 +93,7 @@ std::int32_t lowercase(std::int32_t c, std::int32_t (&l)[3]) noexcept {
   return 1;
 }
 
-void put_utf8(std::string& s, std::int32_t c) {
-  if (c < 0x80) {
-    s.push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    s.push_back(static_cast<char>(0xC0 | (c >> 6)));
-    s.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    s.push_back(static_cast<char>(0xE0 | (c >> 12)));
-    s.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    s.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    s.push_back(static_cast<char>(0xF0 | (c >> 18)));
-    s.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    s.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    s.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
-}
+void put_utf8(std::string& s, std::int32_t c) { append_utf8(s, static_cast<std::uint32_t>(c)); }
 
 /// Decodes one code point at s[i] (s[i] >= 0x80), strict UTF-8 (no overlongs, surrogates or
 /// values past U+10FFFF). Returns -1 when invalid.

@@ -29,6 +29,9 @@ void append_csv_field(std::string& out, std::string_view s);
 /// boundary) with "... (N bytes)" saying how long it was.
 std::string printable(std::string_view s, std::size_t limit = 2000);
 
+/// Appends code point `c` (< 0x110000) as UTF-8.
+void append_utf8(std::string& out, std::uint32_t c);
+
 /// Byte offset of the first invalid UTF-8 sequence, or nullopt when valid.
 std::optional<std::size_t> find_invalid_utf8(std::string_view s);
 
