@@ -198,7 +198,8 @@ def run(scenario, weighting=None, params=None, *, axes=None, input=None, threads
 
 
 class Model:
-    """A BERT encoder folder (config.json, model.safetensors, vocab.txt): ``headsep.model(path)``."""
+    """A Hugging Face model folder (config.json, safetensors weights, tokenizer.json or vocab.txt): a BERT
+    encoder, GPT-2, or a Llama-family decoder (docs/MODEL.md). ``headsep.model(path)``."""
 
     def __init__(self, path):
         if not isinstance(path, (str, _os.PathLike)):
@@ -210,7 +211,7 @@ class Model:
 
     def run(self, texts, *, lexicon=None, axes=None, threads=None, maps=None, map_layers=None, rows=True,
             report=True, top=None, chunk=None, plugin_dirs=None) -> ModelResult:
-        """Every (layer, head) of the encoder measured on text reports: ``headsep run --model``.
+        """Every (layer, head) of the model measured on text reports: ``headsep run --model``.
 
         Parameters
         ----------
@@ -289,7 +290,7 @@ def _text_records(texts) -> list[dict]:
 
 
 def model(path) -> Model:
-    """A BERT encoder folder for ``.run(texts)``: ``headsep.model(path).run(["...", "..."])``."""
+    """A model folder (BERT, GPT-2, Llama family) for ``.run(texts)``: ``headsep.model(path).run(["...", "..."])``."""
     return Model(path)
 
 

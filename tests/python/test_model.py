@@ -80,6 +80,22 @@ def test_rows_and_maps_equal_the_cli(workdir):
         headsep.model(MODEL).run(texts, maps=[4])
 
 
+def test_a_decoder_folder(workdir):
+    """A Llama-family decoder (the test fixture: 4 query heads on 2 key/value heads, byte-fallback
+    BPE tokenizer.json) through headsep.model: rows equal the CLI's CSV."""
+    pd = pytest.importorskip("pandas")
+    llama = os.path.join(os.environ["HEADSEP_SOURCE_DIR"], "tests", "model", "fixtures", "decoder", "llama")
+    with open(workdir / "t.jsonl", "w", encoding="utf-8") as f:
+        for k, v in TEXTS.items():
+            f.write(json.dumps({"report_id": k, "text": v}) + "\n")
+    cli("run", "--model", llama, "-s", "text", "-p", f"path={workdir / 't.jsonl'}", "--per-report", "rows.csv",
+        "--quiet", cwd=workdir)
+    res = headsep.model(llama).run(TEXTS, maps=[0])
+    pd.testing.assert_frame_equal(res.rows, csv_rows(workdir / "rows.csv"), check_exact=True)
+    assert res.rows["token_ids"][0][0] == 1  # <s>, the template's BOS
+    assert res.maps[0].shape[:2] == (2, 4)  # 2 layers x 4 query heads
+
+
 def test_errors(tmp_path):
     with pytest.raises(headsep.Error):
         headsep.model(tmp_path).run(["text"])
