@@ -112,6 +112,11 @@ struct ModelSummary {
   };
   std::string model;
   std::uint32_t layers = 0, heads = 0;
+  /// A decoder (ModelShape: model_type other than "bert"): causal heads, key/value heads and which
+  /// one each query head reads (kv_head_of[h-1]), written to the summary; empty for BERT.
+  std::string decoder_type;
+  std::uint32_t kv_heads = 0;
+  std::vector<std::uint32_t> kv_head_of;
   std::vector<std::string> axes;
   std::vector<Scenario> scenarios;
   std::size_t top = 3;

@@ -137,6 +137,10 @@ ModelPipeline::ModelPipeline(ReportSource& source, const Architecture& model, co
   out_.model = model.name();
   out_.layers = model.shape().layers;
   out_.heads = model.shape().heads;
+  if (model.shape().model_type != "bert") {
+    out_.decoder_type = model.shape().model_type, out_.kv_heads = model.shape().kv_heads;
+    for (std::uint32_t h = 1; h <= out_.heads; ++h) out_.kv_head_of.push_back(model.shape().kv_head(h));
+  }
   out_.axes = axes.names();
   out_.top = opt.top;
   out_.simd = std::string(to_string(opt.simd));

@@ -259,8 +259,18 @@ TEST_CASE("run --model on decoder folders reads text through their tokenizer.jso
     REQUIRE(ids.size() == 8);
     const auto r = testutil::run_cli("run -s text -p path=" + testutil::shell_quote(tmp.file("texts.jsonl")) + " --model " +
                                      testutil::shell_quote(fixture(model).string()) + " --per-report " +
-                                     testutil::shell_quote(tmp.file("rows.jsonl")) + " --quiet");
+                                     testutil::shell_quote(tmp.file("rows.jsonl")) + " --summary " +
+                                     testutil::shell_quote(tmp.file("s.json")) + " --quiet");
     REQUIRE(r.status == 0);
+    // The summary says the heads are causal and which key/value head each query head reads.
+    const auto sum = nlohmann::json::parse(std::ifstream(tmp.file("s.json")));
+    CHECK(sum["model_type"] == model);
+    CHECK(sum["causal"] == true);
+    const std::vector<std::uint32_t> kv_of = std::string(model) == "llama" ? std::vector<std::uint32_t>{0, 0, 1, 1}
+                                                                           : std::vector<std::uint32_t>{0, 1, 2, 3};
+    CHECK(sum["kv_heads"] == kv_of.back() + 1);
+    CHECK(sum["kv_head_of"].get<std::vector<std::uint32_t>>() == kv_of);
+    CHECK_THAT(sum["baseline"].get<std::string>(), Catch::Contains("causal"));
     std::ifstream rows(tmp.file("rows.jsonl"));
     std::size_t seen = 0;
     for (std::string line; std::getline(rows, line);) {

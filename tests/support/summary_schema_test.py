@@ -140,6 +140,12 @@ def main():
           "model: kind model, run.model names the encoder")
     strip = lambda d: {k: v for k, v in d.items() if k not in ("run", "threads", "seconds", "gflop")}
     check(strip(m1) == strip(load(out("m2.json"))), "model: threads 1 vs 2: identical but for run.execution and the timings")
+    # A decoder (the Llama test fixture, GQA): model_type, causal, kv_heads, kv_head_of.
+    headsep("run", "-s", "ops-text", "-p", "reports=4", "--model", os.path.join(SOURCE, "tests", "model", "fixtures",
+            "decoder", "llama"), "-q", "--summary", out("llama.json"))
+    llama = load(out("llama.json"))
+    valid(llama, "decoder model summary")
+    check(llama["kv_heads"] == 2 and llama["kv_head_of"] == [0, 0, 1, 1], "decoder: kv_heads and kv_head_of")
 
     # kind sweep and scaling.
     headsep("sweep", "-s", "ops-reports", "-w", "axis-focus", "-p", "reports=200", "--vary",
