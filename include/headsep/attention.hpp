@@ -201,6 +201,17 @@ struct AttentionReportOut {
   float* head_out = nullptr;     ///< optional: (H+1) blocks of nq x dv[h] (O_h rows), for the output projection
 };
 
+/// Report r's column of a batch's outputs (head_out left unset: the caller's buffer).
+inline AttentionReportOut report_out(const AttentionOut& o, std::size_t r) noexcept {
+  AttentionReportOut ro;
+  ro.context = o.context ? o.context + r : nullptr;
+  ro.head_stats = o.head_stats + r;
+  ro.pair_stats = o.pair_stats ? o.pair_stats + r : nullptr;
+  ro.stride = o.stride;
+  ro.maps = o.maps ? o.maps + o.maps_offset[r] : nullptr;
+  return ro;
+}
+
 /// Fused per-report attention: scores -> softmax -> A·V -> metrics, query tile by query tile, A
 /// never leaving the tile. `scratch` is grown as needed. Levels as compute_metrics; the scalar
 /// level is the reference every other is tested against.

@@ -414,12 +414,7 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
         ri.qkv = qkv + (b - t0) * ld;
         for (std::uint32_t c = 0; c < axes; ++c) axis_rows[i * axes + c] = axis[c] + b;
         ri.axis = axis_rows.data() + i * axes;
-        AttentionReportOut& ro = outs[i];
-        ro.context = out.context ? out.context + r : nullptr;
-        ro.head_stats = out.head_stats + r;
-        ro.pair_stats = out.pair_stats ? out.pair_stats + r : nullptr;
-        ro.stride = out.stride;
-        ro.maps = out.maps ? out.maps + out.maps_offset[r] : nullptr;
+        outs[i] = report_out(out, r);
       }
       attention_reports(reports.data(), outs.data(), m, level, scratch);
       r0 = r1;
@@ -430,12 +425,7 @@ void AttentionPlan::run(const float* x, const std::uint64_t* token_offset, std::
       in.n = static_cast<std::uint32_t>(token_offset[r + 1] - b);
       in.qkv = qkv + (b - t0) * ld;
       for (std::uint32_t c = 0; c < axes; ++c) ax[c] = axis[c] + b;
-      AttentionReportOut ro;
-      ro.context = out.context ? out.context + r : nullptr;
-      ro.head_stats = out.head_stats + r;
-      ro.pair_stats = out.pair_stats ? out.pair_stats + r : nullptr;
-      ro.stride = out.stride;
-      ro.maps = out.maps ? out.maps + out.maps_offset[r] : nullptr;
+      AttentionReportOut ro = report_out(out, r);
       std::size_t first = 0;
       const std::size_t nq = kernels::attention_query_rows(in, &first);
       float* head_out = nullptr;

@@ -177,12 +177,7 @@ void attend_reports(AttentionReport in, const std::uint64_t* token_offset, std::
     in.qkv = qkv + (b - t0) * in.ld;
     for (std::uint32_t c = 0; c < in.axes; ++c) ax[c] = axis[c] + b;
     s.heads_out.resize(n * W);
-    AttentionReportOut ro;
-    ro.context = o.context ? o.context + r : nullptr;
-    ro.head_stats = o.head_stats + r;
-    ro.pair_stats = o.pair_stats ? o.pair_stats + r : nullptr;
-    ro.stride = o.stride;
-    ro.maps = o.maps ? o.maps + o.maps_offset[r] : nullptr;
+    AttentionReportOut ro = report_out(o, r);
     ro.head_out = ctx ? s.heads_out.data() : nullptr;
     attention_report(in, ro, level, s.attention);
     if (!ctx) continue;
