@@ -32,13 +32,14 @@ if ((${#missing[@]})); then
 fi
 
 build=${HEADSEP_FUZZ_BUILD_DIR:-$here/build-fuzz}
+source "$here/scripts/ccache.sh"
 if [ ! -f "$build/build.ninja" ]; then
   # -gline-tables-only: sanitizer reports with file:line at little compile cost.
   nice -n 15 cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DCMAKE_C_FLAGS=-gline-tables-only -DCMAKE_CXX_FLAGS=-gline-tables-only \
     -DHEADSEP_SANITIZE=address,undefined -DHEADSEP_ENABLE_FUZZ=ON \
-    -DHEADSEP_ENABLE_BENCH=OFF -DHEADSEP_ENABLE_TESTS=OFF >/dev/null
+    -DHEADSEP_ENABLE_BENCH=OFF -DHEADSEP_ENABLE_TESTS=OFF ${ccache_args[@]+"${ccache_args[@]}"} >/dev/null
 fi
 # Only the harnesses (and what they link): not the CLI or the built-in plugins.
 nice -n 15 cmake --build "$build" --target headsep_fuzzers -j "${HEADSEP_JOBS:-$(nproc)}" 2>&1 | { grep -v '^\[' || true; }

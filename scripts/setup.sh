@@ -62,9 +62,8 @@ if [ -n "${HEADSEP_PYTHON_VENV:-}" ]; then
     cmake -S "$here" -B "$build" "${py[@]}" >/dev/null  # a build folder configured without it
   fi
 fi
-# ccache when present (a developer's choice, not a dependency): worktrees of one checkout share
-# compiled objects when CCACHE_BASEDIR is their common parent.
-if command -v ccache >/dev/null; then extra+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
+source "$here/scripts/ccache.sh"
+extra+=(${ccache_args[@]+"${ccache_args[@]}"})
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$here" -B "$build" -G Ninja "${extra[@]}" >/dev/null
 fi
