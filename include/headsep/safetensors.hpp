@@ -39,6 +39,13 @@ std::string_view to_string(DType t) noexcept;       ///< the header's spelling, 
 std::size_t dtype_size(DType t) noexcept;           ///< bytes per element
 bool readable_as_f32(DType t) noexcept;             ///< F32, F16, BF16, F64
 
+/// IEEE binary16 and bfloat16 -> binary32, exact for every value (subnormals, NaN payloads kept).
+float f16_to_f32(std::uint16_t h) noexcept;
+float bf16_to_f32(std::uint16_t b) noexcept;
+/// count little-endian elements of type t (readable_as_f32) at src into f32 at dst; F64 rounds to
+/// nearest (out-of-range values become inf: callers that refuse non-finite values catch them).
+void convert_to_f32(DType t, const std::byte* src, std::size_t count, float* dst) noexcept;
+
 /// One tensor of the header. Offsets are relative to the data section.
 struct TensorInfo {
   std::string name;

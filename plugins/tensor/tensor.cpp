@@ -28,13 +28,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "headsep/finite.hpp"
 #include "headsep/plugin_sdk.hpp"
 #include "headsep/safetensors.hpp"
 
 namespace {
 
 using namespace headsep::sdk;
+using headsep::any_non_finite;
 using headsep::DType;
+using headsep::first_non_finite;
 using headsep::SafeTensors;
 using headsep::TensorInfo;
 
@@ -42,42 +45,10 @@ static_assert(std::endian::native == std::endian::little, "safetensors data is l
 
 std::string shape_of(const TensorInfo& t) { return headsep::shape_string(t.shape); }
 
-float half_to_float(std::uint16_t h) noexcept {
-  const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  if (exp == 0) {
-    const float f = std::ldexp(float(mant), -24);  // zero or subnormal: mant * 2^-24, exact
-    return sign ? -f : f;
-  }
-  const std::uint32_t bits = exp == 31 ? (sign | 0x7f800000u | (mant << 13)) : (sign | ((exp + 112u) << 23) | (mant << 13));
-  return std::bit_cast<float>(bits);
-}
-
 std::uint16_t load16(const std::byte* p) noexcept {
   std::uint16_t v;
   std::memcpy(&v, p, 2);
   return v;
-}
-
-/// count elements from p (dtype t) to f32 at dst.
-void to_f32(DType t, const std::byte* p, std::size_t count, float* dst) noexcept {
-  switch (t) {
-    case DType::F32: std::memcpy(dst, p, count * 4); break;
-    case DType::BF16:
-      for (std::size_t i = 0; i < count; ++i) dst[i] = std::bit_cast<float>(std::uint32_t(load16(p + 2 * i)) << 16);
-      break;
-    case DType::F16:
-      for (std::size_t i = 0; i < count; ++i) dst[i] = half_to_float(load16(p + 2 * i));
-      break;
-    case DType::F64:
-      for (std::size_t i = 0; i < count; ++i) {
-        double d;
-        std::memcpy(&d, p + 8 * i, 8);
-        dst[i] = static_cast<float>(d);  // out-of-range values become inf and are refused below
-      }
-      break;
-    default: break;
-  }
 }
 
 /// count elements, `stride` apart, from element `first` of p (dtype t) to f64 at dst: one typed
@@ -90,37 +61,12 @@ void column_to_f64(DType t, const std::byte* p, std::uint64_t first, std::uint64
   switch (t) {
     case DType::F32: run([p](std::uint64_t k) { float f; std::memcpy(&f, p + 4 * k, 4); return double(f); }); break;
     case DType::F64: run([p](std::uint64_t k) { double d; std::memcpy(&d, p + 8 * k, 8); return d; }); break;
-    case DType::F16: run([p](std::uint64_t k) { return double(half_to_float(load16(p + 2 * k))); }); break;
+    case DType::F16: run([p](std::uint64_t k) { return double(headsep::f16_to_f32(load16(p + 2 * k))); }); break;
     case DType::BF16:
-      run([p](std::uint64_t k) { return double(std::bit_cast<float>(std::uint32_t(load16(p + 2 * k)) << 16)); });
+      run([p](std::uint64_t k) { return double(headsep::bf16_to_f32(load16(p + 2 * k))); });
       break;
     default: std::fill_n(dst, count, std::nan("")); break;
   }
-}
-
-/// True if any of count doubles is Inf or NaN (an OR-reduction on exponent bits that vectorizes).
-bool any_non_finite(const double* v, std::size_t count) noexcept {
-  std::uint64_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint64_t b;
-    std::memcpy(&b, v + i, 8);
-    bad |= (b & 0x7FF0000000000000ull) + 0x0010000000000000ull;  // bit 63 set iff exponent all ones
-  }
-  return bad >> 63;
-}
-
-/// Index of the first non-finite float in [0, count), or count (an OR-reduction that vectorizes).
-std::size_t first_non_finite(const float* v, std::size_t count) noexcept {
-  std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint32_t b;
-    std::memcpy(&b, v + i, 4);
-    bad |= static_cast<std::uint32_t>((b & 0x7f800000u) == 0x7f800000u);
-  }
-  if (!bad) return count;
-  for (std::size_t i = 0; i < count; ++i)
-    if (!std::isfinite(v[i])) return i;
-  return count;
 }
 
 bool is_float(DType t) noexcept { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64; }
@@ -229,7 +175,7 @@ class TensorGenerator final : public ScenarioGenerator {
       while (e < n && global(first + e) == global(first + r) + (e - r)) ++e;
       const std::uint64_t t0 = begin_of(global(first + r));
       const std::byte* src = read(x_, t0 * d * esize, (off[e] - off[r]) * d * esize);
-      to_f32(x_.dtype, src, (off[e] - off[r]) * d, emb + off[r] * d);
+      headsep::convert_to_f32(x_.dtype, src, (off[e] - off[r]) * d, emb + off[r] * d);
       r = e;
     }
     if (const std::size_t bad = first_non_finite(emb, n_tokens * d); bad < n_tokens * d)

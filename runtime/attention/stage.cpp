@@ -17,6 +17,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "headsep/error.hpp"
+#include "headsep/finite.hpp"
 #include "headsep/stats.hpp"
 #include "support/float_bits.hpp"
 #include "support/tsan_order.hpp"
@@ -89,22 +90,14 @@ const float* input_rows(const ReportBatch& b, bool features, AttentionStageScrat
 
 void check_finite_input(const float* x, std::size_t count, const ReportBatch& b, std::size_t width,
                         const std::string& label, const std::string& scenario) {
-  // Exponent bits all ones = inf or NaN: integer tests the compiler vectorizes (std::isfinite per
-  // element did not, 3.5 % of a 64-token, d_model 64 run).
-  std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint32_t b;
-    std::memcpy(&b, x + i, sizeof b);
-    bad |= static_cast<std::uint32_t>((b & 0x7f800000u) == 0x7f800000u);
+  // first_non_finite vectorizes (std::isfinite per element did not: 3.5 % of a 64-token,
+  // d_model 64 run).
+  if (const std::size_t i = first_non_finite(x, count); i < count) {
+    const std::size_t t = i / width;
+    std::size_t r = std::upper_bound(b.token_offset.begin(), b.token_offset.end(), t) - b.token_offset.begin() - 1;
+    throw Error(where(label, b, r, scenario) + ": input X of token " + std::to_string(t - b.token_offset[r] + 1) +
+                ", column " + std::to_string(i % width) + " is not finite");
   }
-  if (!bad) return;
-  for (std::size_t i = 0; i < count; ++i)
-    if (!std::isfinite(x[i])) {
-      const std::size_t t = i / width;
-      std::size_t r = std::upper_bound(b.token_offset.begin(), b.token_offset.end(), t) - b.token_offset.begin() - 1;
-      throw Error(where(label, b, r, scenario) + ": input X of token " + std::to_string(t - b.token_offset[r] + 1) +
-                  ", column " + std::to_string(i % width) + " is not finite");
-    }
 }
 
 /// Metrics from explicit maps: rows[h] holds report r's n x n block at qoff[r]; V = X.

@@ -11,23 +11,10 @@
 
 #include "headsep/array_input.hpp"
 #include "headsep/error.hpp"
+#include "headsep/finite.hpp"
 
 namespace headsep {
 namespace {
-
-/// Index of the first non-finite float in [0, count), or count (an OR-reduction that vectorizes).
-std::size_t first_non_finite(const float* v, std::size_t count) noexcept {
-  std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint32_t b;
-    std::memcpy(&b, v + i, 4);
-    bad |= static_cast<std::uint32_t>((b & 0x7f800000u) == 0x7f800000u);
-  }
-  if (!bad) return count;
-  for (std::size_t i = 0; i < count; ++i)
-    if (!std::isfinite(v[i])) return i;
-  return count;
-}
 
 std::string describe(double v) { return std::isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf"; }
 

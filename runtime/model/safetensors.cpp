@@ -21,6 +21,8 @@
 #include <set>
 #include <utility>
 
+#include "headsep/finite.hpp"
+
 namespace headsep {
 
 namespace {
@@ -63,21 +65,6 @@ std::uint32_t load_u32_le(const std::byte* p) {
 std::uint16_t load_u16_le(const std::byte* p) {
   return static_cast<std::uint16_t>(std::to_integer<unsigned>(p[0]) | std::to_integer<unsigned>(p[1]) << 8);
 }
-
-/// IEEE binary16 -> binary32, exact for every value (subnormals included; NaN payloads kept).
-float f16_to_f32(std::uint16_t h) {
-  const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  if (exp == 0) {
-    // Subnormal or zero: mant * 2^-24 is exact in f32 (a normal number there).
-    const float v = static_cast<float>(mant) * 0x1p-24f;
-    return sign ? -v : v;
-  }
-  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
-  return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
-}
-
-float bf16_to_f32(std::uint16_t b) { return std::bit_cast<float>(std::uint32_t(b) << 16); }
 
 std::string index_string(std::uint64_t flat, std::span<const std::uint64_t> shape) {
   if (shape.size() < 2) return std::to_string(flat);
@@ -364,10 +351,34 @@ std::vector<float> SafeTensors::read_f32(std::string_view name, const std::optio
                           " cannot be read as f32 (F32, F16, BF16 and F64 can)");
   const auto n = static_cast<std::size_t>(t.elements);
   std::vector<float> out(n);
-  const std::byte* p = data_ + t.begin;
-  switch (t.dtype) {
+  convert_to_f32(t.dtype, data_ + t.begin, n, out.data());
+  if (const std::size_t i = non_finite == NonFinite::reject ? first_non_finite(out.data(), n) : n; i < n) {
+    std::string what = std::isnan(out[i]) ? "NaN" : (out[i] > 0 ? "inf" : "-inf");
+    if (t.dtype == DType::F64) what += " as f32";
+    throw error(name, "element " + index_string(i, t.shape) + " is " + what + " (weights must be finite)");
+  }
+  return out;
+}
+
+float f16_to_f32(std::uint16_t h) noexcept {
+  const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {
+    // Subnormal or zero: mant * 2^-24 is exact in f32 (a normal number there).
+    const float v = static_cast<float>(mant) * 0x1p-24f;
+    return sign ? -v : v;
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+float bf16_to_f32(std::uint16_t b) noexcept { return std::bit_cast<float>(std::uint32_t(b) << 16); }
+
+void convert_to_f32(DType t, const std::byte* p, std::size_t n, float* out) noexcept {
+  switch (t) {
     case DType::F32:
-      for (std::size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(load_u32_le(p + 4 * i));
+      if constexpr (std::endian::native == std::endian::little) std::memcpy(out, p, n * 4);  // the bulk case
+      else for (std::size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(load_u32_le(p + 4 * i));
       break;
     case DType::F16:
       for (std::size_t i = 0; i < n; ++i) out[i] = f16_to_f32(load_u16_le(p + 2 * i));
@@ -381,14 +392,6 @@ std::vector<float> SafeTensors::read_f32(std::string_view name, const std::optio
     default:
       break;
   }
-  if (non_finite == NonFinite::reject)
-    for (std::size_t i = 0; i < n; ++i)
-      if (!std::isfinite(out[i])) {
-        std::string what = std::isnan(out[i]) ? "NaN" : (out[i] > 0 ? "inf" : "-inf");
-        if (t.dtype == DType::F64) what += " as f32";
-        throw error(name, "element " + index_string(i, t.shape) + " is " + what + " (weights must be finite)");
-      }
-  return out;
 }
 
 }  // namespace headsep

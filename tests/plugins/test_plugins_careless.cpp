@@ -55,7 +55,7 @@ TEST_CASE("careless plugins behaving well run", "[plugins][careless]") {
 
 TEST_CASE("weights a scheme never wrote are refused by name, in every call path", "[plugins][careless]") {
   // Was: exit 0, the unwritten rows read as whatever the buffer held (zeros: contexts of 0).
-  for (const std::string& path : {"", "--slot-by-slot", "--precision f32"}) {
+  for (const char* path : {"", "--slot-by-slot", "--precision f32"}) {
     CAPTURE(path);
     refused(weighting("skip-head", path), kW, {"head2 weight of token 1 was not written by weights()", "row 2, head 2"});
     refused(weighting("half-tokens", path), kW, {"was not written by weights()"});
