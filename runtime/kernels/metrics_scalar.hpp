@@ -9,6 +9,31 @@
 
 namespace headsep::kernels {
 
+/// Report r's differences from the baseline (head 0), pairwise context distances and head
+/// separation from its contexts (element [h * C + c][r] at (h * C + c) * S + r, h in 0..H1-1).
+/// Also the model's per-layer arithmetic (model/model_batch.cpp), so both agree bit for bit.
+template <class T>
+void separation_scalar(const T* context, T* difference, T* pairwise, T* separation, std::size_t H1,
+                       std::size_t C, std::size_t S, std::size_t r) noexcept {
+  for (std::size_t h = 1; h < H1; ++h)
+    for (std::size_t c = 0; c < C; ++c)
+      difference[((h - 1) * C + c) * S + r] = context[(h * C + c) * S + r] - context[c * S + r];
+  T total = T(0);
+  std::size_t p = 0;
+  for (std::size_t i = 1; i < H1; ++i)
+    for (std::size_t j = i + 1; j < H1; ++j, ++p) {
+      T d2 = T(0);
+      for (std::size_t c = 0; c < C; ++c) {
+        const T d = context[(i * C + c) * S + r] - context[(j * C + c) * S + r];
+        d2 += d * d;
+      }
+      const T dist = std::sqrt(d2);
+      pairwise[p * S + r] = dist;
+      total += dist;
+    }
+  separation[r] = p ? total / T(p) : T(0);
+}
+
 template <class T>
 void metrics_scalar(const KernelArgs<T>& a, std::size_t r_begin, std::size_t r_end) {
   const std::size_t C = a.axes, H = std::size_t(a.heads) + 1, S = a.stride;
@@ -24,23 +49,7 @@ void metrics_scalar(const KernelArgs<T>& a, std::size_t r_begin, std::size_t r_e
         a.context[(h * C + c) * S + r] = s;
       }
     }
-    for (std::size_t h = 1; h < H; ++h)
-      for (std::size_t c = 0; c < C; ++c)
-        a.difference[((h - 1) * C + c) * S + r] = a.context[(h * C + c) * S + r] - a.context[c * S + r];
-    T total = T(0);
-    std::size_t p = 0;
-    for (std::size_t i = 1; i < H; ++i)
-      for (std::size_t j = i + 1; j < H; ++j, ++p) {
-        T d2 = T(0);
-        for (std::size_t c = 0; c < C; ++c) {
-          const T d = a.context[(i * C + c) * S + r] - a.context[(j * C + c) * S + r];
-          d2 += d * d;
-        }
-        const T dist = std::sqrt(d2);
-        a.pairwise[p * S + r] = dist;
-        total += dist;
-      }
-    a.separation[r] = p ? total / T(p) : T(0);
+    separation_scalar(a.context, a.difference, a.pairwise, a.separation, H, C, S, r);
     if (a.nonfinite) {  // x - x is 0 for finite x, NaN for NaN and infinities
       T acc = a.separation[r] - a.separation[r];
       for (std::size_t i = 0; i < H * C; ++i) acc += a.context[i * S + r] - a.context[i * S + r];

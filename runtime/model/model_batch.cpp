@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "headsep/error.hpp"
+#include "kernels/metrics_scalar.hpp"
 
 namespace headsep {
 namespace {
@@ -147,30 +148,12 @@ void ModelBatch::prepare_outputs(const ReportBatch& b, BatchScratch& s, BatchRes
 }
 
 /// Per layer and report the rows' differences from the baseline, pairwise context distances and
-/// head separation: the arithmetic of the engine's scalar kernel (kernels/metrics_scalar.hpp).
+/// head separation: the engine's scalar kernel's arithmetic (kernels/metrics_scalar.hpp).
 void ModelBatch::separations(std::vector<MetricBlock>& metrics) const {
-  for (MetricBlock& m : metrics) {
-    const std::size_t R = m.n;
-    for (std::size_t r = 0; r < R; ++r) {
-      for (std::size_t h = 1; h < H1; ++h)
-        for (std::size_t c = 0; c < C; ++c)
-          m.difference[((h - 1) * C + c) * R + r] = m.context[(h * C + c) * R + r] - m.context[c * R + r];
-      double total = 0;
-      std::size_t p = 0;
-      for (std::size_t i = 1; i < H1; ++i)
-        for (std::size_t j = i + 1; j < H1; ++j, ++p) {
-          double d2 = 0;
-          for (std::size_t c = 0; c < C; ++c) {
-            const double d = m.context[(i * C + c) * R + r] - m.context[(j * C + c) * R + r];
-            d2 += d * d;
-          }
-          const double d = std::sqrt(d2);
-          m.pairwise[p * R + r] = d;
-          total += d;
-        }
-      m.separation[r] = p ? total / double(p) : 0.0;
-    }
-  }
+  for (MetricBlock& m : metrics)
+    for (std::size_t r = 0; r < m.n; ++r)
+      kernels::separation_scalar(m.context.data(), m.difference.data(), m.pairwise.data(), m.separation.data(), H1,
+                                 C, m.n, r);
 }
 
 /// The batch's sums over reports (head, context, pair statistics; pair distances) and its
