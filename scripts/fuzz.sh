@@ -4,7 +4,7 @@
 # core), then runs each harness for SECONDS on a scratch copy of its seed corpus and regressions
 # (tests/fuzz/corpus/<harness>, tests/fuzz/regressions/<harness>: the committed files never change).
 #
-# Usage: scripts/fuzz.sh [SECONDS] [HARNESS...]     (default 60 s; harnesses: csv axes params plugin safetensors)
+# Usage: scripts/fuzz.sh [SECONDS] [HARNESS...]     (default 60 s; harnesses: csv axes params plugin safetensors tokenizer)
 # Env:   HEADSEP_FUZZ_BUILD_DIR (default build-fuzz), HEADSEP_JOBS (build jobs),
 #        HEADSEP_FUZZ_KEEP=1 keeps the grown corpora in $build/corpus/<harness> (to merge new seeds).
 # Exit status: 0 when every harness ran clean; 1 when one found something. Each finding is in
@@ -15,7 +15,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
 harnesses=("$@")
-((${#harnesses[@]})) || harnesses=(csv axes params plugin safetensors)
+((${#harnesses[@]})) || harnesses=(csv axes params plugin safetensors tokenizer)
 
 packages=(clang libclang-rt-14-dev cmake ninja-build pkg-config
   libxsimd-dev xtl-dev libtbb-dev libboost-dev libcli11-dev libfmt-dev nlohmann-json3-dev

@@ -17,6 +17,7 @@
 #include "fuzz_params.hpp"
 #include "fuzz_plugin.hpp"
 #include "fuzz_safetensors.hpp"
+#include "fuzz_tokenizer.hpp"
 
 namespace fs = std::filesystem;
 
@@ -63,6 +64,18 @@ TEST_CASE("fuzz corpus and regressions: safetensors", "[fuzz]") {
   CHECK(replay("safetensors", headsep::fuzz::safetensors::fuzz_one) > 0);
 }
 
+TEST_CASE("fuzz corpus and regressions: tokenizer", "[fuzz]") {
+  CHECK(replay("tokenizer", headsep::fuzz::tokenizer::fuzz_one) > 0);
+}
+
+TEST_CASE("the tokenizer harness reads byte-level tokens back to the text's bytes", "[fuzz]") {
+  using headsep::fuzz::tokenizer::token_bytes;
+  CHECK(token_bytes("\xc4\xa0stop") == " stop");  // Ġ: the space
+  CHECK(token_bytes("\xc4\x8a") == "\n");         // Ċ: the newline
+  CHECK(token_bytes("\xc3\xa9") == "\xe9");        // é stands for byte 0xE9 (half of a UTF-8 character)
+  CHECK_THROWS_AS(token_bytes("\xe2\x96\x81"), headsep::fuzz::Finding);  // ▁ is no byte-level character
+}
+
 TEST_CASE("fuzz harnesses accept the empty input", "[fuzz]") {
   const std::uint8_t none[1] = {0};
   CHECK_NOTHROW(headsep::fuzz::csv::fuzz_one(none, 0));
@@ -70,4 +83,5 @@ TEST_CASE("fuzz harnesses accept the empty input", "[fuzz]") {
   CHECK_NOTHROW(headsep::fuzz::params::fuzz_one(none, 0));
   CHECK_NOTHROW(headsep::fuzz::plugin::fuzz_one(none, 0));
   CHECK_NOTHROW(headsep::fuzz::safetensors::fuzz_one(none, 0));
+  CHECK_NOTHROW(headsep::fuzz::tokenizer::fuzz_one(none, 0));
 }
