@@ -88,10 +88,12 @@ void rms_norm_rows(const float* x, float* y, std::size_t rows, std::size_t d, co
 /// BERT's GELU, 0.5 x (1 + erf(x / √2)), in place (vectorised; |error| < 1e-6 vs the exact one).
 void gelu_inplace(float* x, std::size_t n) noexcept;
 
-/// GPT-2's GELU ("gelu_new"), 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))), in place.
+/// GPT-2's GELU ("gelu_new"), 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))), in place (vectorised, as
+/// x / (1 + e^(-2u)) with a polynomial e^x: within 3e-7 relative of the exact one).
 void gelu_tanh_inplace(float* x, std::size_t n) noexcept;
 
-/// SwiGLU: row r of `gu` holds [gate (n) | up (n)]; out[r][i] = silu(gate) · up, silu(x) = x / (1 + e^-x).
+/// SwiGLU: row r of `gu` holds [gate (n) | up (n)]; out[r][i] = silu(gate) · up, silu(x) = x / (1 + e^-x)
+/// (vectorised, the polynomial e^x of gelu_tanh_inplace).
 void swiglu_rows(const float* gu, float* out, std::size_t rows, std::size_t n) noexcept;
 
 }  // namespace headsep

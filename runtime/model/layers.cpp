@@ -9,6 +9,7 @@
 #include "headsep/error.hpp"
 #include "kernels/attention_simd.hpp"
 #include "kernels/gelu.hpp"
+#include "kernels/sigmoid.hpp"
 #include "model/weights.hpp"
 
 namespace headsep {
@@ -108,20 +109,19 @@ void rms_norm_rows(const float* x, float* y, std::size_t rows, std::size_t d, co
   }
 }
 
-void gelu_tanh_inplace(float* v, std::size_t n) noexcept {
-  const float c = 0.7978845608028654f;  // √(2/π)
-  for (std::size_t i = 0; i < n; ++i) {
-    const float x = v[i];
-    v[i] = 0.5f * x * (1.0f + std::tanh(c * (x + 0.044715f * x * x * x)));
-  }
+// kernels/sigmoid.hpp's branch-free e^x, so the loops vectorise (one clone per instruction set,
+// the same bits in each): with libm's tanhf they were a quarter of a GPT-2 forward.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void gelu_tanh_inplace(float* v, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) v[i] = kernels::gelu_tanh_ref(v[i]);
 }
 
-void swiglu_rows(const float* gu, float* out, std::size_t rows, std::size_t n) noexcept {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void swiglu_rows(const float* gu, float* out,
+                                                                              std::size_t rows, std::size_t n) noexcept {
   for (std::size_t r = 0; r < rows; ++r) {
     const float* g = gu + r * 2 * n;
     const float* u = g + n;
     float* o = out + r * n;
-    for (std::size_t i = 0; i < n; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    for (std::size_t i = 0; i < n; ++i) o[i] = kernels::times_sigmoid(g[i], g[i]) * u[i];
   }
 }
 
