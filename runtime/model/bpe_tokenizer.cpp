@@ -20,7 +20,7 @@ namespace {
 /// NFC, NFD, NFKC or NFKD of `t` (valid UTF-8) in place, by utf8proc (docs/MODEL.md: where its
 /// Unicode version differs from tokenizers').
 void unicode_form(NormStep::Kind k, std::string& t) {
-  if (t.empty()) return;
+  if (std::all_of(t.begin(), t.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) return;  // ASCII: every form is itself
   int flags = UTF8PROC_STABLE | (k == NormStep::kNfc || k == NormStep::kNfkc ? UTF8PROC_COMPOSE : UTF8PROC_DECOMPOSE);
   if (k == NormStep::kNfkc || k == NormStep::kNfkd) flags |= UTF8PROC_COMPAT;
   utf8proc_uint8_t* r = nullptr;
