@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <random>
@@ -34,9 +35,9 @@ std::string shown(const std::vector<std::uint32_t>& v, const TextTokenizer& t) {
   return s;
 }
 
-/// Every line of `expected` (text, ids, tokens): the same ids and token strings. Returns the count.
-std::size_t check_all(const TextTokenizer& tok, const fs::path& expected) {
-  std::istringstream in(testutil::read_file(expected.string()));
+/// Every line of `lines` (JSON: text, ids, tokens): the same ids and token strings. Returns the count.
+std::size_t check_lines(const TextTokenizer& tok, const std::string& lines) {
+  std::istringstream in(lines);
   std::string line;
   std::size_t n = 0, mismatches = 0;
   std::string report;
@@ -64,6 +65,7 @@ std::size_t check_all(const TextTokenizer& tok, const fs::path& expected) {
   CHECK(mismatches == 0);
   return n;
 }
+std::size_t check_all(const TextTokenizer& tok, const fs::path& expected) { return check_lines(tok, testutil::read_file(expected.string())); }
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -112,6 +114,22 @@ TEST_CASE("Llama 3 / Qwen2 Split pieces: the words the lexicon sees, NFC before 
   CHECK(e.words == std::vector<std::string>{"caf\u00e9"});
   llama3->encode("cafe\u0301", e);  // no normalizer: the mark (not a letter) is a piece of its own
   CHECK(e.words == std::vector<std::string>{"cafe", "\u0301"});
+}
+
+TEST_CASE("NFD, NFKC, NFKD normalizers: tokenizers' ids on Qwen2's model", "[model][tokenizer][bpe]") {
+  // expected_forms.jsonl: per form, the fixture texts whose ids differ from NFC's, and compatibility
+  // characters (ligatures, circled and half-width forms, ㍿, Ⅻ, superscripts).
+  const json base = json::parse(testutil::read_file((kFixtures / "tok_qwen2/tokenizer.json").string()));
+  std::istringstream in(testutil::read_file((kFixtures / "tok_qwen2/expected_forms.jsonl").string()));
+  std::map<std::string, std::string> lines;
+  for (std::string line; std::getline(in, line);) lines[json::parse(line)["normalizer"].get<std::string>()] += line + "\n";
+  REQUIRE(lines.size() == 3);
+  for (const auto& [form, want] : lines) {
+    INFO(form);
+    json j = base;
+    j["normalizer"] = {{"type", form}};
+    CHECK(check_lines(*tokenizer_from_json(j.dump(), form + ".json", 4096), want) >= 10);
+  }
 }
 
 TEST_CASE("byte-fallback BPE: a merge across the word marker turns off the cut at markers, same ids",
