@@ -62,18 +62,20 @@ void BM_wordpiece(benchmark::State& state) {
 BENCHMARK(BM_wordpiece)->Arg(0)->Arg(1);
 
 // The tokenizer.json tokenizers (headsep/tokenizer.hpp), one thread, target >= 1 M tokens/s each:
-// MiniLM's WordPiece, and the committed fixtures' byte-level BPE (GPT-2 style) and byte-fallback
-// BPEs (Llama: Prepend + Replace; Metaspace) trained on tests/model/fixtures/tok_corpus.txt, on
-// the English ops texts above (arg 1 = 0) and on fresh words (arg 1 = 1: random letter strings,
-// every word a miss of the per-thread word cache, so the merge loop itself is measured). The
+// MiniLM's WordPiece, and the committed fixtures' byte-level BPEs (GPT-2 style; Llama 3 and Qwen2:
+// Split + ByteLevel, args 4 and 5) and byte-fallback BPEs (Llama: Prepend + Replace; Metaspace)
+// trained on tests/model/fixtures/tok_corpus.txt, on the English ops texts above (arg 1 = 0) and
+// on fresh words (arg 1 = 1: random letter strings, every word a miss of the per-thread word
+// cache, so the merge loop itself is measured). The
 // fixtures' vocabularies are small (~1000): more tokens per byte than GPT-2's or Llama's; MB/s
 // is the rate to compare across vocabularies.
 void BM_tokenizer_json(benchmark::State& state) {
   const std::filesystem::path fixtures = std::filesystem::path(HEADSEP_SOURCE_DIR) / "tests/model/fixtures";
   const std::filesystem::path files[] = {g_model / "tokenizer.json", fixtures / "tok_gpt2/tokenizer.json",
-                                         fixtures / "tok_llama/tokenizer.json", fixtures / "tok_metaspace/tokenizer.json"};
+                                         fixtures / "tok_llama/tokenizer.json", fixtures / "tok_metaspace/tokenizer.json",
+                                         fixtures / "tok_llama3/tokenizer.json", fixtures / "tok_qwen2/tokenizer.json"};
   const char* labels[] = {"WordPiece (MiniLM)", "byte-level BPE (GPT-2 style)", "byte-fallback BPE (Llama, Prepend+Replace)",
-                          "byte-fallback BPE (Metaspace)"};
+                          "byte-fallback BPE (Metaspace)", "byte-level BPE (llama3: Split)", "byte-level BPE (qwen2: NFC + Split)"};
   const auto tok = headsep::tokenizer_from_json_file(files[state.range(0)], 1u << 20);
   std::vector<std::string> v = texts(false);
   if (state.range(1) == 1) {  // 4096 texts x 40 words: more distinct words than the cache keeps (65 536)
@@ -99,7 +101,7 @@ void BM_tokenizer_json(benchmark::State& state) {
   state.counters["MB/s"] = benchmark::Counter(double(bytes) / 1e6, benchmark::Counter::kIsRate);
   state.SetLabel(std::string(labels[state.range(0)]) + (state.range(1) ? ", fresh words" : ", English ops reports"));
 }
-BENCHMARK(BM_tokenizer_json)->ArgsProduct({{0, 1, 2, 3}, {0, 1}});
+BENCHMARK(BM_tokenizer_json)->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}});
 
 // The encoder's four products per layer (tokens x K x N: QKV 384x1152, output 384x384, FFN
 // 384x1536 and 1536x384 for MiniLM), 512 tokens as one group: the packed-panel kernel the model

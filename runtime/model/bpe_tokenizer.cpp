@@ -8,75 +8,27 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 
 #include "headsep/error.hpp"
+#include "model/bpe_split.hpp"
 #include "support/text_util.hpp"
 
 namespace headsep::bpe {
 namespace {
 
-
-/// Unicode White_Space (Rust's char::is_whitespace, Oniguruma's \s).
-bool is_space(std::uint32_t c) noexcept {
-  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
-         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-enum Cls : std::uint8_t { kLetter, kNumber, kSpaceCls, kOther };
-Cls class_of(std::uint32_t c) noexcept {
-  if (c < 0x80) {
-    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return kLetter;
-    if (c >= '0' && c <= '9') return kNumber;
-    return is_space(c) ? kSpaceCls : kOther;
-  }
-  if (is_space(c)) return kSpaceCls;
-  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT: case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO: return kLetter;
-    case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO: return kNumber;
-    default: return kOther;
-  }
-}
-bool is_punct(std::uint32_t c) noexcept {
-  const auto k = utf8proc_category(static_cast<utf8proc_int32_t>(c));
-  return k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO;
-}
-bool is_alnum(std::uint32_t c) noexcept { const Cls k = class_of(c); return k == kLetter || k == kNumber; }
-
-/// GPT-2's pre-tokenizer regex, leftmost-first as Oniguruma runs it:
-/// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+  -> piece ends (bytes).
-void gpt2_split(std::string_view s, std::vector<std::uint32_t>& cps, std::vector<std::uint32_t>& at,
-                std::vector<Cls>& cls, std::vector<std::size_t>& ends) {
-  cps.clear(), at.clear(), cls.clear(), ends.clear();
-  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
-  for (std::size_t i = 0; i < s.size();) {
-    const std::size_t len = std::min(utf8_len(b[i]), s.size() - i);
-    cps.push_back(decode_at(b + i, len)), at.push_back(static_cast<std::uint32_t>(i)), cls.push_back(class_of(cps.back()));
-    i += len;
-  }
-  const std::size_t n = cps.size();
-  at.push_back(static_cast<std::uint32_t>(s.size()));
-  auto run = [&](std::size_t j, Cls k) { while (j < n && cls[j] == k) ++j; return j; };
-  for (std::size_t i = 0; i < n;) {
-    const std::uint32_t c = cps[i];
-    std::size_t j = 0;
-    if (c == '\'' && i + 1 < n) {
-      const std::uint32_t d = cps[i + 1], e = i + 2 < n ? cps[i + 2] : 0;
-      if (d == 's' || d == 't' || d == 'm' || d == 'd') j = i + 2;
-      else if ((d == 'r' && e == 'e') || (d == 'v' && e == 'e') || (d == 'l' && e == 'l')) j = i + 3;
-    }
-    if (!j) {
-      const bool sp = c == ' ' && i + 1 < n && cls[i + 1] != kSpaceCls;
-      const Cls k = sp ? cls[i + 1] : cls[i];
-      if (k != kSpaceCls) {
-        j = run(sp ? i + 1 : i, k);
-      } else {
-        j = run(i, kSpaceCls);
-        if (j < n && j - i >= 2) --j;  // \s+(?!\S): leave the last space to the next word
-      }
-    }
-    ends.push_back(at[j]);
-    i = j;
-  }
+/// NFC, NFD, NFKC or NFKD of `t` (valid UTF-8) in place, by utf8proc (docs/MODEL.md: where its
+/// Unicode version differs from tokenizers').
+void unicode_form(NormStep::Kind k, std::string& t) {
+  if (std::all_of(t.begin(), t.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) return;  // ASCII: every form is itself
+  int flags = UTF8PROC_STABLE | (k == NormStep::kNfc || k == NormStep::kNfkc ? UTF8PROC_COMPOSE : UTF8PROC_DECOMPOSE);
+  if (k == NormStep::kNfkc || k == NormStep::kNfkd) flags |= UTF8PROC_COMPAT;
+  utf8proc_uint8_t* r = nullptr;
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(t.data()), static_cast<utf8proc_ssize_t>(t.size()),
+                                          &r, static_cast<utf8proc_option_t>(flags));
+  if (n < 0) throw Error(std::string("Unicode normalization failed: ") + utf8proc_errmsg(n));
+  t.assign(reinterpret_cast<const char*>(r), static_cast<std::size_t>(n));
+  std::free(r);
 }
 
 class BpeTokenizer final : public TextTokenizer {
@@ -139,6 +91,8 @@ class BpeTokenizer final : public TextTokenizer {
     for (const NormStep& st : spec_.normalizer) {
       if (st.kind == NormStep::kPrepend) {
         if (!t.empty()) t.insert(0, st.content);
+      } else if (st.kind != NormStep::kReplace) {
+        unicode_form(st.kind, t);
       } else if (!st.pattern.empty()) {
         std::string r;
         for (std::size_t i = 0; i < t.size();) {
@@ -215,11 +169,8 @@ class BpeTokenizer final : public TextTokenizer {
     if (p.kind == PreTokenizer::kByteLevel) {
       thread_local std::string buf;
       if (p.add_prefix_space && s[0] != ' ') buf.assign(" ").append(s), s = buf;
-      if (!p.use_regex) return unit(s, out);
-      thread_local std::vector<std::uint32_t> cps, at;
-      thread_local std::vector<Cls> cls;
       thread_local std::vector<std::size_t> ends;
-      gpt2_split(s, cps, at, cls, ends);
+      regex_split(p.regex, s, ends);
       std::size_t start = 0;
       for (const std::size_t e : ends) unit(s.substr(start, e - start), out), start = e;
       return;

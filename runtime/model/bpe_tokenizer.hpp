@@ -10,6 +10,7 @@
 
 #include "headsep/tokenizer.hpp"
 #include "model/bpe.hpp"
+#include "model/bpe_split.hpp"
 
 namespace headsep::bpe {
 
@@ -19,16 +20,17 @@ struct AddedToken {
   bool special = false, single_word = false, lstrip = false, rstrip = false, normalized = false;
 };
 
-/// One normalizer step: Prepend(text) or Replace(pattern string -> content).
+/// One normalizer step: Prepend(text), Replace(pattern string -> content) or a Unicode
+/// normalization form (utf8proc).
 struct NormStep {
-  enum Kind { kPrepend, kReplace } kind;
+  enum Kind { kPrepend, kReplace, kNfc, kNfd, kNfkc, kNfkd } kind;
   std::string pattern, content;
 };
 
 struct PreTokenizer {
   enum Kind { kNone, kByteLevel, kMetaspace } kind = kNone;
   bool add_prefix_space = false;  ///< ByteLevel
-  bool use_regex = true;          ///< ByteLevel: GPT-2's split regex
+  SplitRegex regex = SplitRegex::kGpt2;  ///< ByteLevel: how text is cut before (GPT-2's regex, a Split's, none)
   std::string replacement;        ///< Metaspace (UTF-8 of one character)
   enum Prepend { kNever, kFirst, kAlways } prepend = kAlways;  ///< Metaspace
   bool split = true;              ///< Metaspace

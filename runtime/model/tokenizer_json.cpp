@@ -1,7 +1,7 @@
 // tokenizer.json -> a tokenizer (headsep/tokenizer.hpp, tokenizer_json.hpp): every component the
-// three families use is read (WordPiece; BPE byte-level; BPE byte-fallback with Metaspace or
-// Prepend + Replace), every other one refused by its JSON path, never ignored. Decoders and
-// padding do not change ids and are not read.
+// families use is read (WordPiece; BPE byte-level, GPT-2's regex or Llama 3's / Qwen2's Split;
+// BPE byte-fallback with Metaspace or Prepend + Replace), every other one refused by its JSON
+// path, never ignored. Decoders and padding do not change ids and are not read.
 #include "model/tokenizer_json.hpp"
 
 #include <fstream>
@@ -54,6 +54,8 @@ void read_normalizer(const json& n, const std::string& name, const std::string& 
     for (std::size_t i = 0; i < list.size(); ++i) read_normalizer(list[i], name, path + ".normalizers[" + std::to_string(i) + "]", out);
   } else if (t == "Prepend") {
     out.push_back({bpe::NormStep::kPrepend, "", str_at(n, "prepend", name, path)});
+  } else if (t == "NFC" || t == "NFD" || t == "NFKC" || t == "NFKD") {
+    out.push_back({t == "NFC" ? bpe::NormStep::kNfc : t == "NFD" ? bpe::NormStep::kNfd : t == "NFKC" ? bpe::NormStep::kNfkc : bpe::NormStep::kNfkd, "", ""});
   } else if (t == "Replace") {
     const json& p = n.value("pattern", json());
     if (!p.is_object() || !p.contains("String")) refuse(name, path + ".pattern", "must be {\"String\": ...} (Regex patterns are not supported)");
@@ -63,19 +65,44 @@ void read_normalizer(const json& n, const std::string& name, const std::string& 
   }
 }
 
+/// A Split pre-tokenizer: one of the patterns bpe_split.hpp knows, exactly, behavior Isolated, not
+/// inverted.
+bpe::SplitRegex read_split(const json& p, const std::string& name, const std::string& path) {
+  const json& pat = p.value("pattern", json());
+  if (!pat.is_object() || !pat.contains("Regex")) refuse(name, path + ".pattern", "must be {\"Regex\": ...} (String patterns are not supported)");
+  const auto r = bpe::split_regex_of(str_at(pat, "Regex", name, path + ".pattern"));
+  if (!r) refuse(name, path + ".pattern.Regex", pat["Regex"].dump().substr(0, 80) + " is not supported (Llama 3's and Qwen2's patterns are)");
+  if (const std::string b = str_at(p, "behavior", name, path); b != "Isolated")
+    refuse(name, path + ".behavior", json(b).dump().substr(0, 40) + " is not supported (Isolated is)");
+  if (bool_at(p, "invert", false, name, path)) refuse(name, path + ".invert", "true is not supported");
+  return *r;
+}
+
 void read_pre_tokenizer(const json& p, const std::string& name, const std::string& path, bpe::PreTokenizer& out) {
   if (p.is_null()) return;
   const std::string t = type_of(p, name, path);
   if (t == "Sequence") {
     const json& list = p.value("pretokenizers", json());
+    const std::string lp = path + ".pretokenizers";
+    if (list.is_array() && list.size() == 2 && list[0].is_object() && list[0].value("type", json()) == "Split") {
+      const bpe::SplitRegex r = read_split(list[0], name, lp + "[0]");  // Llama 3, Qwen2: Split, then bytes
+      read_pre_tokenizer(list[1], name, lp + "[1]", out);
+      if (out.kind != bpe::PreTokenizer::kByteLevel || out.regex != bpe::SplitRegex::kNone || out.add_prefix_space)
+        refuse(name, lp + "[1]", "after a Split must be ByteLevel with use_regex false and add_prefix_space false");
+      out.regex = r;
+      return;
+    }
     if (!list.is_array() || list.size() != 1)
-      refuse(name, path + ".pretokenizers", "must hold exactly one pre-tokenizer (a Sequence of several is not supported)");
-    return read_pre_tokenizer(list[0], name, path + ".pretokenizers[0]", out);
+      refuse(name, lp, "must hold exactly one pre-tokenizer, or a Split and a ByteLevel (other Sequences are not supported)");
+    return read_pre_tokenizer(list[0], name, lp + "[0]", out);
   }
   if (t == "ByteLevel") {
     out.kind = bpe::PreTokenizer::kByteLevel;
     out.add_prefix_space = bool_at(p, "add_prefix_space", true, name, path);
-    out.use_regex = bool_at(p, "use_regex", true, name, path);
+    out.regex = bool_at(p, "use_regex", true, name, path) ? bpe::SplitRegex::kGpt2 : bpe::SplitRegex::kNone;
+  } else if (t == "Split") {
+    read_split(p, name, path);
+    refuse(name, path, "Split alone is not supported (only in a Sequence before a ByteLevel, as Llama 3 and Qwen2 write it)");
   } else if (t == "Metaspace") {
     out.kind = bpe::PreTokenizer::kMetaspace;
     out.replacement = str_at(p, "replacement", name, path);

@@ -1,11 +1,13 @@
 // tokenizer.json (headsep/tokenizer.hpp) against Hugging Face `tokenizers`: every id of every text
-// of the committed fixtures (tests/model/fixtures/make_tokenizer_json_fixtures.py: a byte-level BPE,
-// two byte-fallback BPEs, MiniLM's WordPiece), the words the lexicon sees, and the refusals —
+// of the committed fixtures (tests/model/fixtures/make_tokenizer_json_fixtures.py: byte-level BPEs
+// as GPT-2, Llama 3 and Qwen2 write them, two byte-fallback BPEs, MiniLM's WordPiece), the words the
+// lexicon sees, and the refusals —
 // unsupported components by JSON path, malformed JSON by line and column, missing merges.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <random>
@@ -33,9 +35,9 @@ std::string shown(const std::vector<std::uint32_t>& v, const TextTokenizer& t) {
   return s;
 }
 
-/// Every line of `expected` (text, ids, tokens): the same ids and token strings. Returns the count.
-std::size_t check_all(const TextTokenizer& tok, const fs::path& expected) {
-  std::istringstream in(testutil::read_file(expected.string()));
+/// Every line of `lines` (JSON: text, ids, tokens): the same ids and token strings. Returns the count.
+std::size_t check_lines(const TextTokenizer& tok, const std::string& lines) {
+  std::istringstream in(lines);
   std::string line;
   std::size_t n = 0, mismatches = 0;
   std::string report;
@@ -63,6 +65,7 @@ std::size_t check_all(const TextTokenizer& tok, const fs::path& expected) {
   CHECK(mismatches == 0);
   return n;
 }
+std::size_t check_all(const TextTokenizer& tok, const fs::path& expected) { return check_lines(tok, testutil::read_file(expected.string())); }
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -76,16 +79,57 @@ std::string error_of(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("tokenizer.json BPE: the ids of tokenizers on every fixture text", "[model][tokenizer][bpe]") {
-  for (const char* name : {"tok_gpt2", "tok_gpt2_prefix", "tok_llama", "tok_metaspace"}) {
+  for (const char* name : {"tok_gpt2", "tok_gpt2_prefix", "tok_llama", "tok_metaspace", "tok_llama3", "tok_qwen2"}) {
     INFO(name);
     const fs::path dir = kFixtures / name;
     const ModelTokenizer mt = ModelTokenizer::load(dir);  // the factory: tokenizer.json, config.json's sizes
     REQUIRE(mt.tokenizer);
-    CHECK(std::string(mt.tokenizer->kind()) == (std::string(name).rfind("tok_gpt2", 0) == 0 ? "bpe-byte-level" : "bpe-byte-fallback"));
+    const bool fallback = std::string(name) == "tok_llama" || std::string(name) == "tok_metaspace";
+    CHECK(std::string(mt.tokenizer->kind()) == (fallback ? "bpe-byte-fallback" : "bpe-byte-level"));
     CHECK(check_all(*mt.tokenizer, dir / "expected.jsonl") >= 150);
   }
   CHECK(ModelTokenizer::load(kFixtures / "tok_metaspace").truncation.tokens == 48);
   CHECK(ModelTokenizer::load(kFixtures / "tok_llama").truncation.tokens == 2048);
+  CHECK(ModelTokenizer::load(kFixtures / "tok_llama3").truncation.tokens == 8192);
+}
+
+TEST_CASE("Llama 3 / Qwen2 Split pieces: the words the lexicon sees, NFC before them", "[model][tokenizer][bpe]") {
+  // tokenizers' pieces of this text (Llama 3): Stop|Ġ(|decision|)|Ġat|Ġ|123|456|7|ĠSHE|'LL|čĊĊ|Ġ|Ġreset|.
+  // (Qwen2: each digit a piece); words drop surrounding whitespace, then punctuation unless all of it.
+  const std::string text = "Stop (decision) at 1234567 SHE'LL\r\n\n  reset.";
+  Encoding e;
+  const auto llama3 = tokenizer_from_json_file(kFixtures / "tok_llama3/tokenizer.json", 8192);
+  llama3->encode(text, e);
+  CHECK(e.words == std::vector<std::string>{"Stop", "(", "decision", ")", "at", "123", "456", "7", "SHE", "LL", "reset", "."});
+  CHECK(llama3->token(e.ids[0]) == "<|begin_of_text|>");
+  CHECK(e.word[0] == Encoding::kNoWord);
+  const auto qwen2 = tokenizer_from_json_file(kFixtures / "tok_qwen2/tokenizer.json", 8192);
+  qwen2->encode(text, e);
+  CHECK(e.words == std::vector<std::string>{"Stop", "(", "decision", ")", "at", "1", "2", "3", "4", "5", "6", "7", "SHE", "LL", "reset", "."});
+  // NFC: the decomposed and the composed text are the same ids, and the word is composed.
+  Encoding composed;
+  qwen2->encode("caf\u00e9", composed);
+  qwen2->encode("cafe\u0301", e);
+  CHECK(e.ids == composed.ids);
+  CHECK(e.words == std::vector<std::string>{"caf\u00e9"});
+  llama3->encode("cafe\u0301", e);  // no normalizer: the mark (not a letter) is a piece of its own
+  CHECK(e.words == std::vector<std::string>{"cafe", "\u0301"});
+}
+
+TEST_CASE("NFD, NFKC, NFKD normalizers: tokenizers' ids on Qwen2's model", "[model][tokenizer][bpe]") {
+  // expected_forms.jsonl: per form, the fixture texts whose ids differ from NFC's, and compatibility
+  // characters (ligatures, circled and half-width forms, ㍿, Ⅻ, superscripts).
+  const json base = json::parse(testutil::read_file((kFixtures / "tok_qwen2/tokenizer.json").string()));
+  std::istringstream in(testutil::read_file((kFixtures / "tok_qwen2/expected_forms.jsonl").string()));
+  std::map<std::string, std::string> lines;
+  for (std::string line; std::getline(in, line);) lines[json::parse(line)["normalizer"].get<std::string>()] += line + "\n";
+  REQUIRE(lines.size() == 3);
+  for (const auto& [form, want] : lines) {
+    INFO(form);
+    json j = base;
+    j["normalizer"] = {{"type", form}};
+    CHECK(check_lines(*tokenizer_from_json(j.dump(), form + ".json", 4096), want) >= 10);
+  }
 }
 
 TEST_CASE("byte-fallback BPE: a merge across the word marker turns off the cut at markers, same ids",
@@ -124,7 +168,7 @@ TEST_CASE("BPE: random texts give the same ids on every thread, cached or not", 
       else if (c < 0x10000) t += char(0xE0 | (c >> 12)), t += char(0x80 | ((c >> 6) & 0x3F)), t += char(0x80 | (c & 0x3F));
       else t += char(0xF0 | (c >> 18)), t += char(0x80 | ((c >> 12) & 0x3F)), t += char(0x80 | ((c >> 6) & 0x3F)), t += char(0x80 | (c & 0x3F));
     }
-  for (const char* name : {"tok_gpt2", "tok_llama", "tok_metaspace"}) {
+  for (const char* name : {"tok_gpt2", "tok_llama", "tok_metaspace", "tok_llama3", "tok_qwen2"}) {
     INFO(name);
     const auto file = kFixtures / name / "tokenizer.json";
     const auto a = tokenizer_from_json_file(file, 4096), b = tokenizer_from_json_file(file, 4096);
@@ -210,10 +254,23 @@ TEST_CASE("tokenizer.json: unsupported components refused by JSON path, malforme
   };
   CHECK(with(llama, [](json& j) { j["normalizer"]["normalizers"][1] = {{"type", "Precompiled"}}; }) ==
         "tok.json: normalizer.normalizers[1].type 'Precompiled' is not supported");
-  CHECK(with(llama, [](json& j) { j["normalizer"] = {{"type", "NFKC"}}; }) == "tok.json: normalizer.type 'NFKC' is not supported");
+  CHECK(with(llama, [](json& j) { j["normalizer"] = {{"type", "Strip"}}; }) == "tok.json: normalizer.type 'Strip' is not supported");
   CHECK_THAT(with(llama, [](json& j) { j["normalizer"]["normalizers"][1]["pattern"] = {{"Regex", " +"}}; }),
              Contains("tok.json: normalizer.normalizers[1].pattern must be {\"String\""));
-  CHECK(with(gpt2, [](json& j) { j["pre_tokenizer"] = {{"type", "Split"}}; }) == "tok.json: pre_tokenizer.type 'Split' is not supported");
+  // Split: only Llama 3's and Qwen2's exact patterns, Isolated, not inverted, before ByteLevel(use_regex false).
+  const json llama3 = json::parse(testutil::read_file((kFixtures / "tok_llama3/tokenizer.json").string()));
+  const std::string split = "tok.json: pre_tokenizer.pretokenizers[0].";
+  CHECK(with(llama3, [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\p{L}+|\\s+"; }) ==
+        split + "pattern.Regex \"\\\\p{L}+|\\\\s+\" is not supported (Llama 3's and Qwen2's patterns are)");
+  CHECK(with(llama3, [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["invert"] = true; }) == split + "invert true is not supported");
+  CHECK(with(llama3, [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"; }) ==
+        split + "behavior \"Removed\" is not supported (Isolated is)");
+  CHECK_THAT(with(llama3, [](json& j) { j["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {{"String", " "}}; }),
+             Contains(split + "pattern must be {\"Regex\""));
+  CHECK(with(llama3, [](json& j) { j["pre_tokenizer"]["pretokenizers"][1]["use_regex"] = true; }) ==
+        "tok.json: pre_tokenizer.pretokenizers[1] after a Split must be ByteLevel with use_regex false and add_prefix_space false");
+  CHECK_THAT(with(llama3, [](json& j) { j["pre_tokenizer"] = j["pre_tokenizer"]["pretokenizers"][0]; }),
+             Contains("tok.json: pre_tokenizer Split alone is not supported"));
   CHECK(with(gpt2, [](json& j) { j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Digits"}}}}}; }) ==
         "tok.json: pre_tokenizer.pretokenizers[0].type 'Digits' is not supported");
   CHECK(with(gpt2, [](json& j) { j["model"]["type"] = "Unigram"; }) == "tok.json: model.type 'Unigram' is not supported");
