@@ -1,12 +1,13 @@
 // Fuzz harness: the tokenizer.json reader and the BPE / WordPiece encoders (runtime/model/
-// tokenizer_json.cpp, bpe_tokenizer.cpp, bpe.cpp). Byte 0 chooses: 4 (mod 5) = the rest is a
-// tokenizer.json, read and then run on a few fixed texts; otherwise the rest is a text for one of the
-// committed tokenizer fixtures (tests/model/fixtures/tok_*: byte 0 mod 4 picks it). Besides crashes:
+// tokenizer_json.cpp, bpe_tokenizer.cpp, bpe_split.cpp, bpe.cpp). Byte 0 chooses: 6 (mod 7) = the rest
+// is a tokenizer.json, read and then run on a few fixed texts; otherwise the rest is a text for the
+// committed tokenizer fixture byte 0 mod 7 picks (tests/model/fixtures/tok_*). Besides crashes:
 // ids inside the vocabulary, one word index per id, at most max_length ids, the same encoding twice
 // (the per-thread word cache never changes a result), and for byte-level BPE without stripping
 // tokens the tokens' bytes are the text's (nothing lost or invented).
 #pragma once
 #include <array>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -58,8 +59,9 @@ inline std::string token_bytes(const std::string& token) {
 }
 
 inline const TextTokenizer& fixture(std::size_t k) {
-  static constexpr const char* kNames[] = {"tok_gpt2", "tok_gpt2_prefix", "tok_llama", "tok_metaspace"};
-  static std::array<std::unique_ptr<TextTokenizer>, 4> loaded;
+  static constexpr const char* kNames[] = {"tok_gpt2",      "tok_gpt2_prefix", "tok_llama",
+                                           "tok_metaspace", "tok_llama3",      "tok_qwen2"};
+  static std::array<std::unique_ptr<TextTokenizer>, std::size(kNames)> loaded;
   if (!loaded[k])
     loaded[k] = tokenizer_from_json_file(
         std::string(HEADSEP_SOURCE_DIR) + "/tests/model/fixtures/" + kNames[k] + "/tokenizer.json", 1u << 20);
@@ -69,7 +71,7 @@ inline const TextTokenizer& fixture(std::size_t k) {
 inline int fuzz_one(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
-  if (data[0] % 5 == 4) {
+  if (data[0] % 7 == 6) {
     accepted([&] {
       const auto tok = tokenizer_from_json(rest, "fuzz.json", 64);
       expect(tok->size() > 0, "an accepted tokenizer with no token");
@@ -79,7 +81,7 @@ inline int fuzz_one(const std::uint8_t* data, std::size_t size) {
     });
     return 0;
   }
-  const std::size_t k = data[0] % 4;
+  const std::size_t k = data[0] % 7;
   const TextTokenizer& tok = fixture(k);
   check_encoding(tok, rest);
   // tok_gpt2: no normalizer, no prefix space; only `<mask>` strips (the space before it).
