@@ -8,6 +8,9 @@
 //
 // Names: kernel/<f32|f64>/<level>/<strategy>/L<len>/H<heads>/threads:<t>
 //        roofline/<f32|f64>/L<len>/H<heads>/threads:<t>  (vectorized sum of the same input bytes)
+//        mainjob/f64/<level>/<strategy>/batches:<b>  (the main job's kernel call: ragged 3..6-token reports,
+//        2 axes, 2 heads, 3 slots with a shared baseline, batches of 8192 reports, 1 thread;
+//        batches:1 stays in the last-level cache as in the engine, batches:32 streams from DRAM)
 // Counters: items_per_second = reports (groups) per second; bytes_per_second = input bytes read.
 #include <benchmark/benchmark.h>
 #include <tbb/enumerable_thread_specific.h>
@@ -167,6 +170,87 @@ void roofline(benchmark::State& st, std::size_t L, std::size_t heads, int thread
 }
 
 
+/// The main job's batches (ops-reports x axis-focus, the seed's 3 designs): per batch the token
+/// offsets, 2 axis rows and 3 slots x 3 weight rows (slots 1, 2 share slot 0's baseline), and
+/// the outputs of the 3 slots (MetricBlock layout, stride = reports).
+struct MainJobBatch {
+  static constexpr std::size_t kReports = 8192, kHeads = 2, kSlots = 3;
+  std::vector<std::uint64_t> off;
+  std::vector<std::vector<double>> rows;  // axes, then slot-major weights
+  std::vector<const double*> axis, weight;
+  std::vector<std::vector<double>> out;  // per slot: context, difference, pairwise, separation
+  std::vector<SlotOut<double>> more;
+  KernelArgs<double> args;
+  bool nonfinite = false;
+
+  explicit MainJobBatch(std::uint64_t seed) {
+    off.push_back(0);
+    for (std::size_t r = 0; r < kReports; ++r) {
+      const std::uint64_t h = (seed * kReports + r + 1) * 0x9E3779B97F4A7C15ULL;
+      off.push_back(off.back() + 3 + ((h >> 32) * 4 >> 32));  // 3..6 tokens, as ops-reports
+    }
+    const std::size_t tokens = off.back();
+    for (std::size_t q = 0; q < kAxes + kSlots * (kHeads + 1); ++q) {
+      rows.emplace_back(tokens);
+      for (std::size_t t = 0; t < tokens; ++t) {
+        const std::uint32_t h = std::uint32_t((t + seed * 977) * 2654435761u + q * 40503u) >> 8;
+        rows.back()[t] = q < kAxes ? double(h % 6000) / 1000 - 3 : double(h % 1000) / 1000;
+      }
+      (q < kAxes ? axis : weight).push_back(rows.back().data());
+    }
+    const std::size_t per = (kHeads + 1) * kAxes + kHeads * kAxes + pair_count(kHeads) + 1;
+    for (std::size_t s = 0; s < kSlots; ++s) out.emplace_back(per * kReports);
+    auto slot = [&](std::size_t s) {
+      double* o = out[s].data();
+      const std::size_t n = kReports;
+      return SlotOut<double>{o, o + (kHeads + 1) * kAxes * n, o + (2 * kHeads + 1) * kAxes * n,
+                             o + ((2 * kHeads + 1) * kAxes + pair_count(kHeads)) * n};
+    };
+    for (std::size_t s = 1; s < kSlots; ++s) more.push_back(slot(s));
+    const SlotOut<double> s0 = slot(0);
+    args.n_reports = kReports;
+    args.token_offset = off.data();
+    args.axes = kAxes;
+    args.heads = kHeads;
+    args.axis = axis.data();
+    args.weight = weight.data();
+    args.context = s0.context, args.difference = s0.difference, args.pairwise = s0.pairwise;
+    args.separation = s0.separation;
+    args.stride = kReports;
+    args.slots = kSlots;
+    args.more = more.data();
+    args.shared_baseline = true;
+    args.nonfinite = &nonfinite;
+  }
+};
+
+void mainjob(benchmark::State& st, SimdLevel level, Strategy how, std::size_t batches) {
+  static std::vector<std::unique_ptr<MainJobBatch>> data;
+  while (data.size() < batches) data.push_back(std::make_unique<MainJobBatch>(data.size()));
+  for (auto _ : st)
+    for (std::size_t b = 0; b < batches; ++b) {
+      kernels::compute_metrics(data[b]->args, level, how);
+      benchmark::DoNotOptimize(data[b]->out[0].data());
+    }
+  const auto groups = std::int64_t(batches * MainJobBatch::kReports * MainJobBatch::kSlots);
+  st.SetItemsProcessed(std::int64_t(st.iterations()) * groups);  // (report, scenario) groups
+}
+
+void register_mainjob() {
+  // auto: what the engine runs (contiguous pair loads at avx2/avx512); gather: the hardware
+  // gathers it used before, for comparison.
+  for (std::size_t batches : {1, 32})
+    for (auto level : supported_levels())
+      for (auto how : {Strategy::automatic, Strategy::gather}) {
+        if (how == Strategy::gather && level < SimdLevel::avx2) continue;
+        benchmark::RegisterBenchmark(("mainjob/f64/" + std::string(to_string(level)) + "/" + kernels::to_string(how) +
+                                      "/batches:" + std::to_string(batches))
+                                         .c_str(),
+                                     [=](benchmark::State& st) { mainjob(st, level, how, batches); })
+            ->Unit(benchmark::kMicrosecond);
+      }
+}
+
 template <class T>
 void register_all(const char* prec) {
   const auto levels = supported_levels();
@@ -198,6 +282,7 @@ void register_all(const char* prec) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  register_mainjob();
   register_all<float>("f32");
   register_all<double>("f64");
   benchmark::Initialize(&argc, argv);

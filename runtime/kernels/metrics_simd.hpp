@@ -16,9 +16,11 @@ namespace headsep::kernels {
 enum class Strategy {
   automatic,
   transpose,  ///< lanes across reports; tokens de-interleaved through a stack tile (scalar copies)
-  gather,     ///< lanes across reports; tokens de-interleaved with gathers (uniform length only)
+  gather,     ///< lanes across reports; tokens de-interleaved with gathers (uniform length; and
+              ///< ragged reports of <= kShuffleMax tokens at avx2/avx512 with hardware gathers only)
   shuffle,    ///< lanes across reports; L contiguous vectors de-interleaved in registers (blend +
-              ///< permute; uniform length <= kShuffleMax only, else transpose)
+              ///< permute; uniform length <= kShuffleMax only, else transpose). Ragged f64 at
+              ///< avx2/avx512: contiguous pair loads + unpack, as automatic
   tokens,     ///< long reports. f32: lanes across the tokens of one report, horizontal sum at
               ///< the end (not bit-identical). f64: one report at a time with all (head, axis)
               ///< sums interleaved, each still in token order (bit-identical)

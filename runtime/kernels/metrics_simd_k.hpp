@@ -254,16 +254,23 @@ struct K {
   using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
   using IB = xsimd::batch<I, A>;
   static constexpr bool kHardwareGather = std::is_base_of_v<xsimd::avx2, A> || std::is_base_of_v<xsimd::avx512f, A>;
-  /// Rows (heads + 1) up to which ragged_registers keeps the contexts in registers for finish_from.
+  /// Rows (heads + 1) up to which ragged_rows keeps the contexts in registers for finish_from.
   static constexpr std::size_t kRegHeads = 5;
+  /// ragged_pairs exists (contiguous loads + unpack instead of gathers): AVX2 and AVX-512, f64.
+  static constexpr bool kPairLoads = kHardwareGather && std::is_same_v<T, double>;
+  template <std::size_t K, std::size_t CC, class Load>
+  static void ragged_rows(const KernelArgs<T>* sa, std::size_t slots, std::size_t r0, const Load& load) noexcept;
   template <std::size_t K, std::size_t CC>
   static void ragged_registers(const KernelArgs<T>* sa, std::size_t slots, std::size_t r0, const I* idx,
                                const B& len) noexcept;
+  template <std::size_t K, std::size_t CC>
+  static void ragged_pairs(const KernelArgs<T>* sa, std::size_t slots, std::size_t r0, const std::size_t* b,
+                           const B& len) noexcept;
   template <std::size_t K>
   static bool ragged_registers_axes(const KernelArgs<T>* sa, std::size_t slots, std::size_t r0, const I* idx,
-                                    const B& len) noexcept;
+                                    const std::size_t* b, bool pairs, const B& len) noexcept;
   static void ragged_gather(const KernelArgs<T>* sa, std::size_t slots, std::size_t n, std::size_t kmax,
-                            T* tile) noexcept;
+                            T* tile, bool pair_loads) noexcept;
   static void ragged_group(const KernelArgs<T>& a, std::size_t r0, std::size_t kmax, T* tile) noexcept;
 
   /// One context of one report with lanes across its tokens (f32 only): 4 independent
@@ -406,10 +413,12 @@ struct K {
     if (kmax == 0) return 0;
     // Lane offsets i*L must fit the gather's index type.
     const bool gather_ok = L * W < (std::size_t(1) << 30);
-    if (L == 0 && kHardwareGather && W >= 4 && (how == Strategy::automatic || how == Strategy::gather) &&
+    const bool pair_loads = kPairLoads && (how == Strategy::automatic || how == Strategy::shuffle);
+    if (L == 0 && kHardwareGather && W >= 4 && (how == Strategy::automatic || how == Strategy::gather || pair_loads) &&
         static_cast<std::uint64_t>(a.token_offset[a.n_reports]) < (std::uint64_t(1) << 30)) {
-      // Measured on the main job's 3..6-token reports (Xeon, avx512 f64): see README, Performance.
-      ragged_gather(sa, slots, n, kmax, tile);
+      // Measured on the main job's 3..6-token reports (Xeon, avx512 f64: gathers; AMD Zen 4, avx2
+      // f64: contiguous pair loads): see docs/PERFORMANCE.md.
+      ragged_gather(sa, slots, n, kmax, tile, pair_loads);
     } else if (L == 0 || how == Strategy::tokens) {
       each([&](const KernelArgs<T>& as) { ragged(as, n, kmax, tile); });
     } else if (how == Strategy::gather && gather_ok) {

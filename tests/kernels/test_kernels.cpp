@@ -42,15 +42,18 @@ struct Case {
   std::vector<std::vector<double>> axis, weight;
 };
 
-Case make_case(std::size_t n, std::size_t len, bool uniform, std::size_t heads, std::size_t axes, std::uint64_t seed) {
+/// Ragged lengths are uniform in [min_len, 2 * len]; `after` tokens follow the last report (0:
+/// the rows end with it, so a kernel that read past a batch's tokens would fault under ASan).
+Case make_case(std::size_t n, std::size_t len, bool uniform, std::size_t heads, std::size_t axes, std::uint64_t seed,
+               std::size_t min_len = 0, std::size_t after = 3) {
   Case k{n, len, heads, axes, uniform, {}, {}, {}};
   std::mt19937_64 rng(seed);
   k.off.push_back(kLead);
   for (std::size_t r = 0; r < n; ++r) {
-    const std::size_t l = uniform ? len : std::uniform_int_distribution<std::size_t>(0, 2 * len)(rng);
+    const std::size_t l = uniform ? len : std::uniform_int_distribution<std::size_t>(min_len, 2 * len)(rng);
     k.off.push_back(k.off.back() + l);
   }
-  const std::size_t tokens = k.off.back() + 3;  // a few tokens after the last report too
+  const std::size_t tokens = k.off.back() + after;
   std::uniform_real_distribution<double> wd(0.0, 1.0), xd(-3.0, 3.0);
   k.axis.assign(axes, std::vector<double>(tokens));
   k.weight.assign(heads + 1, std::vector<double>(tokens));
@@ -317,6 +320,43 @@ TEST_CASE("f64 special values (signed zeros, infinities, NaN, subnormals) match 
           CHECK(err.empty());
         }
       }
+}
+
+TEST_CASE("the main job's shape (ragged 3-6 tokens, rows ending at the last report): every level and strategy "
+          "equals the scalar reference, alone and as 3 slots with a shared baseline",
+          "[kernels]") {
+  // The contiguous loads of the ragged path read past a report's end (masked) and must stop at
+  // the batch's last token: `after` = 0 puts the end of every row there. Lengths 3..6 are the
+  // main job's; 0..8 and 7..8 cover empty reports and odd and even longest lengths up to 8.
+  const double specials[] = {0.0, -0.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(),
+                             -1.0, 1e308};
+  std::mt19937_64 rng(27);
+  std::size_t runs = 0, failures = 0;
+  std::uint64_t seed = 2700;
+  for (std::size_t n : {4, 8, 9, 16, 33, 64, 203})
+    for (auto [lo, len] : {std::pair<std::size_t, std::size_t>{3, 3}, {0, 4}, {7, 4}})
+      for (std::size_t heads : {1, 2, 3})
+        for (std::size_t axes : {1, 2, 3})
+          for (bool special : {false, true}) {
+            Case k = make_case(n, len, false, heads, axes, seed++, lo, 0);
+            if (special)  // a few, so that most reports stay finite and the rest of the row matters
+              for (auto* rows : {&k.axis, &k.weight})
+                for (auto& row : *rows)
+                  for (auto& v : row)
+                    if (rng() % 16 == 0) v = specials[rng() % std::size(specials)];
+            for (auto level : levels_under_test())
+              for (auto how : {Strategy::automatic, Strategy::gather, Strategy::shuffle, Strategy::transpose}) {
+                ++runs;
+                std::string err = compare<double>(k, level, how, heads == 2);
+                if (err.empty()) err = compare_slots<double>(k, 3, level, how, true);
+                if (!err.empty() && ++failures <= 10)
+                  FAIL_CHECK(to_string(level) << " " << kernels::to_string(how) << " n=" << n << " lengths " << lo << ".."
+                                              << 2 * len << " heads=" << heads << " axes=" << axes
+                                              << (special ? " special values" : "") << ": " << err);
+              }
+          }
+  INFO(runs << " kernel runs");
+  CHECK(failures == 0);
 }
 
 TEST_CASE("weight validation: every level agrees with the scalar bit test (finite and >= 0, -0.0 allowed)", "[kernels]") {
