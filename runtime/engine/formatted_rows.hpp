@@ -2,8 +2,8 @@
 // and the in-memory rows (row_columns.cpp) share: rows formatted on worker threads and written in
 // batch order, a report's tokens as JSON, and the numeric columns of a CSV row, in order.
 #pragma once
-#include <cstddef>
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,6 +61,7 @@ enum class RowColumnKind : std::uint8_t { metric, kv_head, shared_kv };
 /// gets each column's kind. Throws Error when info.kv_head_of is neither empty nor H long (a bug).
 std::vector<std::string> row_column_names(const RunInfo& info, std::vector<RowColumnKind>* kinds = nullptr);
 
+// v in decimal, without a temporary string (rows are formatted per row on worker threads).
 inline void append_uint(std::string& s, std::uint32_t v) {
   char buf[10];
   const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;

@@ -191,7 +191,7 @@ void append_json_attention(std::string& s, const MetricBlock& m, std::size_t r, 
       s += ':';
       append_json_number(s, m.head_stat(h, k, r));
     }
-    if (h && !kv.empty()) {
+    if (h && h <= kv.size()) {  // kv: empty, or H long (check_kv_heads)
       s += ",\"kv_head\":";
       append_uint(s, kv[h - 1]);
     }
@@ -210,7 +210,7 @@ void append_json_attention(std::string& s, const MetricBlock& m, std::size_t r, 
         s += ':';
         append_json_number(s, m.pair_stat(p, k, r));
       }
-      if (!kv.empty()) s += kv[i - 1] == kv[j - 1] ? ",\"shared_kv\":true" : ",\"shared_kv\":false";
+      if (j <= kv.size()) s += kv[i - 1] == kv[j - 1] ? ",\"shared_kv\":true" : ",\"shared_kv\":false";
       s += '}';
     }
   s += "}}";
