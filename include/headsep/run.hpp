@@ -131,6 +131,10 @@ struct RunInfo {
   /// A model run's layers (BatchResult::layers): rows per (report, scenario, layer) with the
   /// token count and ids. 0 for the engine's runs.
   std::uint32_t layers = 0;
+  /// A decoder model run (model_run_info): per query head h = 1..H its key/value head, 0-based, at
+  /// [h - 1] (the summary's kv_head_of). Rows then carry `kv_head` per head and `shared_kv` per
+  /// pair (docs/MODEL.md). Empty for BERT and the engine's runs: their rows have no such field.
+  std::vector<std::uint32_t> kv_head_of{};
 };
 
 struct RunStats {

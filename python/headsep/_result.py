@@ -7,6 +7,15 @@ import json as _json
 import os as _os
 
 
+def _typed(column, dtype: str):
+    """A row column (a float64 view) in its dtype: the view itself for metrics, else a copy."""
+    if dtype == "float64":
+        return column
+    import numpy as np
+
+    return np.asarray(column).astype(dtype)
+
+
 class Result:
     """A finished run: its summary, rows, arrays and report.
 
@@ -15,7 +24,9 @@ class Result:
     - ``rows``: a pandas.DataFrame with the columns and values of ``--per-report x.csv``:
       report_id and scenario as str, tokens as lists of str, every metric float64; a model run's
       rows (one per report, scenario and layer) add layer and n_tokens (int64) and token_ids
-      (lists of int) after scenario, in the CSV's order.
+      (lists of int) after scenario, in the CSV's order; a decoder's rows also hold each query
+      head's key/value head (``headH_kv_head``, int64) and per pair ``headI_headJ_shared_kv``
+      (bool; the CSV's true/false), beside that head's or pair's statistics (docs/MODEL.md).
     - ``arrays``: the metric columns as read-only NumPy float64 views of the engine's buffers
       (no copy), plus ``report_index`` (uint64) and ``scenario_index`` (uint32, into
       ``scenarios``) per row (and ``layer``, uint32, for a model run); for users without pandas.
@@ -66,10 +77,12 @@ class Result:
     @property
     def arrays(self) -> dict:
         """Every metric column as a read-only float64 NumPy view (no copy), plus
-        ``report_index`` and ``scenario_index`` per row."""
+        ``report_index`` and ``scenario_index`` per row; a decoder's ``headH_kv_head`` (int64)
+        and ``headI_headJ_shared_kv`` (bool) columns as copies in their own dtypes."""
         self._need_rows()
         core = self._core
-        out = {name: core.column(i) for i, name in enumerate(core.column_names())}
+        out = {name: _typed(core.column(i), dt)
+               for i, (name, dt) in enumerate(zip(core.column_names(), core.column_dtypes()))}
         out["report_index"] = core.report_of()
         out["scenario_index"] = core.scenario_of()
         if self._kind == "model":
@@ -107,8 +120,8 @@ class Result:
                 data["token_ids"] = token_ids[report]
             else:
                 data["tokens"] = tokens[report]
-            for i, name in enumerate(core.column_names()):
-                data[name] = np.array(core.column(i), dtype=np.float64)
+            for i, (name, dt) in enumerate(zip(core.column_names(), core.column_dtypes())):
+                data[name] = np.array(core.column(i), dtype=dt)
             self._rows = pd.DataFrame(data)
         return self._rows
 

@@ -42,7 +42,7 @@ nanobind::list per_report(const std::vector<T>& values, const std::vector<std::u
   return out;
 }
 
-/// Adds has_rows, column_names, column, report_of, scenario_of, scenarios, report_ids,
+/// Adds has_rows, column_names, column_dtypes, column, report_of, scenario_of, scenarios, report_ids,
 /// report_tokens, and for model runs layer_of and report_token_ids, to the class of `R`, whose
 /// `rows` member (std::unique_ptr<RowColumns>) is null when the run kept no rows.
 template <class R>
@@ -55,6 +55,13 @@ void def_rows(nanobind::class_<R>& c) {
   c.def_prop_ro("has_rows", [](const R& r) { return r.rows != nullptr; })
       .def("column_names", [](const R& r) { return rows_of(r).names(); },
            "The numeric row columns, in the order of --per-report x.csv (after the id, scenario and token columns).")
+      .def("column_dtypes", [](const R& r) {
+             std::vector<std::string> out;
+             for (RowColumnKind k : rows_of(r).kinds())
+               out.emplace_back(k == RowColumnKind::kv_head ? "int64" : k == RowColumnKind::shared_kv ? "bool" : "float64");
+             return out;
+           }, "Per column the NumPy dtype of its values: float64 (metrics), int64 (a decoder's headH_kv_head), "
+              "bool (a decoder's headI_headJ_shared_kv); column() gives every one as float64.")
       .def("column", [](const R& r, std::size_t i) {
              const auto& rows = rows_of(r);
              if (i >= rows.values().size()) throw nb::index_error("no such column");

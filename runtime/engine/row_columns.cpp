@@ -3,17 +3,20 @@
 #include "engine/row_columns.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "engine/formatted_rows.hpp"
 #include "headsep/error.hpp"
 
 namespace headsep {
 
-RowColumns::RowColumns(RunInfo info) : info_(std::move(info)), names_(row_column_names(info_)), values_(names_.size()) {}
+RowColumns::RowColumns(RunInfo info) : info_(std::move(info)) {
+  names_ = row_column_names(info_, &kinds_);
+  values_.resize(names_.size());
+}
 
 void RowColumns::consume(const BatchResult& res, SinkPartial*) {
   const auto& b = *res.batch;
-  const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
   std::vector<std::uint32_t> slot(res.metrics.size());
   for (std::size_t j = 0; j < res.metrics.size(); ++j) {
     const std::string& name = *res.scenario_names[j];
@@ -36,7 +39,12 @@ void RowColumns::consume(const BatchResult& res, SinkPartial*) {
       scenario_of_.push_back(slot[j]);
       if (!res.layers.empty()) layer_of_.push_back(res.layers[j]);
       row_.clear();
-      for_each_row_value(res.metrics[j], r, C, N, [this](double v) { row_.push_back(v); });
+      // A decoder's kv_head and shared_kv kept as numbers too (kinds() says which).
+      for_each_row_value(res.metrics[j], r, info_, [this](auto v) {
+        if constexpr (std::is_same_v<decltype(v), KvHead>) row_.push_back(v.index);
+        else if constexpr (std::is_same_v<decltype(v), SharedKv>) row_.push_back(v.shared ? 1.0 : 0.0);
+        else row_.push_back(v);
+      });
       if (row_.size() != values_.size())  // RunInfo and the metric blocks disagree: a bug, not bad data
         throw Error("rows: " + std::to_string(row_.size()) + " values for " + std::to_string(values_.size()) + " columns");
       for (std::size_t k = 0; k < values_.size(); ++k) values_[k].push_back(row_[k]);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/formatted_rows.hpp"
 #include "headsep/run.hpp"
 
 namespace headsep {
@@ -18,6 +19,9 @@ class RowColumns final : public ResultSink {
   /// Numeric columns, the CSV's header order (row_column_names), and their values [column][row].
   const std::vector<std::string>& names() const noexcept { return names_; }
   const std::vector<std::vector<double>>& values() const noexcept { return values_; }
+  /// Per column what it holds: a metric, or a decoder's kv_head (a whole number) or shared_kv
+  /// (1 = true, 0 = false), which the CSV writes as integers and true/false.
+  const std::vector<RowColumnKind>& kinds() const noexcept { return kinds_; }
   std::size_t rows() const noexcept { return scenario_of_.size(); }
   /// Per row: its report (index into report_ids(), reports in run order) and its scenario
   /// (index into scenarios(), in order of first appearance).
@@ -36,6 +40,7 @@ class RowColumns final : public ResultSink {
  private:
   RunInfo info_;
   std::vector<std::string> names_;
+  std::vector<RowColumnKind> kinds_;
   std::vector<std::vector<double>> values_;
   std::vector<std::uint64_t> report_of_;
   std::vector<std::uint32_t> scenario_of_;

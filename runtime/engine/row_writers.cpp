@@ -4,6 +4,7 @@
 #include "headsep/output.hpp"
 
 #include <filesystem>
+#include <type_traits>
 
 #include "engine/formatted_rows.hpp"
 #include "headsep/attention.hpp"
@@ -149,10 +150,36 @@ class TextWriter final : public BufferedWriter {
   std::uint64_t reports_ = 0;
 };
 
+// RunInfo::kv_head_of is empty or names one key/value head per query head (model_run_info's
+// job: a mismatch is a bug, not bad data).
+void check_kv_heads(const RunInfo& info) {
+  if (!info.kv_head_of.empty() && info.kv_head_of.size() != info.heads)
+    throw Error("rows: " + std::to_string(info.kv_head_of.size()) + " key/value heads given for " +
+                std::to_string(info.heads) + " query heads");
+}
+
 std::string head_label(std::uint32_t h) { return h ? "head" + std::to_string(h) : std::string("single"); }
 
-/// "attention":{"heads":{"single":{"entropy":..},"head1":{..}},"pairs":{"head1_head2":{..}}}
-void append_json_attention(std::string& s, const MetricBlock& m, std::size_t r) {
+// The head and pair statistics' columns (for_each_attention_value's order): add(name, kind).
+template <class Add>
+void attention_column_names(const RunInfo& info, Add& add) {
+  const auto& kv = info.kv_head_of;
+  for (std::uint32_t h = 0; h <= info.heads; ++h) {
+    for (std::uint32_t k = 0; k < kHeadStats; ++k) add(head_label(h) + "_" + std::string(head_stat_name(k)), RowColumnKind::metric);
+    if (h && !kv.empty()) add(head_label(h) + "_kv_head", RowColumnKind::kv_head);
+  }
+  for (std::uint32_t i = 1; i <= info.heads; ++i)
+    for (std::uint32_t j = i + 1; j <= info.heads; ++j) {
+      const std::string pair = head_label(i) + "_" + head_label(j) + "_";
+      for (std::uint32_t k = 0; k < kPairStats; ++k) add(pair + std::string(pair_stat_name(k)), RowColumnKind::metric);
+      if (!kv.empty()) add(pair + "shared_kv", RowColumnKind::shared_kv);
+    }
+}
+
+/// "attention":{"heads":{"single":{"entropy":..},"head1":{..}},"pairs":{"head1_head2":{..}}}; a
+/// decoder's (kv = RunInfo::kv_head_of, not empty) query heads end with "kv_head":K, its pairs
+/// with "shared_kv":true|false.
+void append_json_attention(std::string& s, const MetricBlock& m, std::size_t r, const std::vector<std::uint32_t>& kv) {
   s += ",\"attention\":{\"heads\":{";
   for (std::uint32_t h = 0; h <= m.heads; ++h) {
     if (h) s += ',';
@@ -163,6 +190,10 @@ void append_json_attention(std::string& s, const MetricBlock& m, std::size_t r) 
       append_json_string(s, head_stat_name(k));
       s += ':';
       append_json_number(s, m.head_stat(h, k, r));
+    }
+    if (h && h <= kv.size()) {  // kv: empty, or H long (check_kv_heads)
+      s += ",\"kv_head\":";
+      append_uint(s, kv[h - 1]);
     }
     s += '}';
   }
@@ -179,6 +210,7 @@ void append_json_attention(std::string& s, const MetricBlock& m, std::size_t r) 
         s += ':';
         append_json_number(s, m.pair_stat(p, k, r));
       }
+      if (j <= kv.size()) s += kv[i - 1] == kv[j - 1] ? ",\"shared_kv\":true" : ",\"shared_kv\":false";
       s += '}';
     }
   s += "}}";
@@ -212,7 +244,7 @@ class RowWriter : public BufferedWriter {
 
 class JsonlWriter final : public RowWriter {
  public:
-  using RowWriter::RowWriter;
+  JsonlWriter(OutputFile& out, const RunInfo& info) : RowWriter(out, info) { check_kv_heads(info_); }
 
  protected:
   void format(const BatchResult& res, std::string& s) const override {
@@ -267,7 +299,7 @@ class JsonlWriter final : public RowWriter {
           }
           s += ']';
         }
-        if (m.attention()) append_json_attention(s, m, r);
+        if (m.attention()) append_json_attention(s, m, r, info_.kv_head_of);
         s += "}\n";
       }
     }
@@ -289,7 +321,6 @@ class CsvWriter final : public RowWriter {
  protected:
   void format(const BatchResult& res, std::string& s) const override {
     const auto& b = *res.batch;
-    const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
     std::string tokens, ids;
     const bool model = !res.layers.empty();  // a model run: one row per layer, with the token ids
     for (std::size_t r = 0; r < b.n_reports(); ++r) {
@@ -312,9 +343,11 @@ class CsvWriter final : public RowWriter {
           s += ',';
           append_csv_field(s, ids);
         }
-        for_each_row_value(m, r, C, N, [&s](double v) {
+        for_each_row_value(m, r, info_, [&s](auto v) {
           s += ',';
-          append_json_number(s, v);
+          if constexpr (std::is_same_v<decltype(v), KvHead>) append_uint(s, v.index);
+          else if constexpr (std::is_same_v<decltype(v), SharedKv>) s += v.shared ? "true" : "false";
+          else append_json_number(s, v);
         });
         s += "\r\n";
       }
@@ -324,26 +357,25 @@ class CsvWriter final : public RowWriter {
 
 }  // namespace
 
-std::vector<std::string> row_column_names(const RunInfo& info) {
+std::vector<std::string> row_column_names(const RunInfo& info, std::vector<RowColumnKind>* kinds) {
+  check_kv_heads(info);
   std::vector<std::string> names;
+  if (kinds) kinds->clear();
+  auto add = [&](std::string name, RowColumnKind kind = RowColumnKind::metric) {
+    names.push_back(std::move(name));
+    if (kinds) kinds->push_back(kind);
+  };
   auto cols = [&](const std::string& prefix) {
-    for (const auto& a : info.axis_names) names.push_back(prefix + a);
+    for (const auto& a : info.axis_names) add(prefix + a);
   };
   cols("single_");
   for (std::uint32_t h = 1; h <= info.heads; ++h) cols("head" + std::to_string(h) + "_");
   for (std::uint32_t h = 1; h <= info.heads; ++h) cols("diff_head" + std::to_string(h) + "_");
-  names.push_back("head_separation");
+  add("head_separation");
   if (info.heads > 2)
     for (std::uint32_t i = 1; i <= info.heads; ++i)
-      for (std::uint32_t j = i + 1; j <= info.heads; ++j) names.push_back("separation_" + std::to_string(i) + "_" + std::to_string(j));
-  if (info.attention) {
-    for (std::uint32_t h = 0; h <= info.heads; ++h)
-      for (std::uint32_t k = 0; k < kHeadStats; ++k) names.push_back(head_label(h) + "_" + std::string(head_stat_name(k)));
-    for (std::uint32_t i = 1; i <= info.heads; ++i)
-      for (std::uint32_t j = i + 1; j <= info.heads; ++j)
-        for (std::uint32_t k = 0; k < kPairStats; ++k)
-          names.push_back(head_label(i) + "_" + head_label(j) + "_" + std::string(pair_stat_name(k)));
-  }
+      for (std::uint32_t j = i + 1; j <= info.heads; ++j) add("separation_" + std::to_string(i) + "_" + std::to_string(j));
+  if (info.attention) attention_column_names(info, add);
   return names;
 }
 

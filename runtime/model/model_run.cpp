@@ -41,6 +41,13 @@ struct Item {
   std::exception_ptr error;  // a stage's failure, raised by the ordered output stage (the first bad batch wins)
 };
 
+// Per query head 1..H its key/value head (at [h - 1]): the summary's kv_head_of and the rows'.
+std::vector<std::uint32_t> kv_head_of(const ModelShape& shape) {
+  std::vector<std::uint32_t> v;
+  for (std::uint32_t h = 1; h <= shape.heads; ++h) v.push_back(shape.kv_head(h));
+  return v;
+}
+
 std::string scenario_of(const ReportBatch& b, const Schema& s) {
   if (b.scenarios.empty()) return "all";
   std::string n;
@@ -139,7 +146,7 @@ ModelPipeline::ModelPipeline(ReportSource& source, const Architecture& model, co
   out_.heads = model.shape().heads;
   if (model.shape().model_type != "bert") {
     out_.decoder_type = model.shape().model_type, out_.kv_heads = model.shape().kv_heads;
-    for (std::uint32_t h = 1; h <= out_.heads; ++h) out_.kv_head_of.push_back(model.shape().kv_head(h));
+    out_.kv_head_of = kv_head_of(model.shape());
   }
   out_.axes = axes.names();
   out_.top = opt.top;
@@ -374,6 +381,7 @@ RunInfo model_run_info(const Architecture& model, const AxisMap& axes) {
   info.heads = model.shape().heads;
   info.attention = true;
   info.layers = model.shape().layers;
+  if (model.shape().model_type != "bert") info.kv_head_of = kv_head_of(model.shape());
   return info;
 }
 

@@ -293,3 +293,85 @@ TEST_CASE("run --model on decoder folders reads text through their tokenizer.jso
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Catch::Contains("tokenizer.json"));
 }
+
+namespace {
+/// One CSV line's fields (RFC 4180: quoted fields, "" inside quotes), CR dropped.
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') out.back() += '"', ++i;
+    else if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) out.emplace_back();
+    else if (c != '\r' || quoted) out.back() += c;
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("Decoder rows name each query head's key/value head and the pairs that share one", "[decoder]") {
+  // Token ids in (CSV source; no tokenizer needed): llama groups 4 query heads on 2 key/value
+  // heads, llama-sharded on 1 (multi-query), gpt2 gives each its own.
+  struct Case {
+    const char* model;
+    std::vector<std::uint32_t> kv_of;
+    std::size_t shared;  // pairs that share a key/value head: (1,2) and (3,4); all 6; none
+  };
+  for (const auto& c : {Case{"llama", {0, 0, 1, 1}, 2}, Case{"llama-sharded", {0, 0, 0, 0}, 6}, Case{"gpt2", {0, 1, 2, 3}, 0}}) {
+    INFO(c.model);
+    testutil::TempDir tmp;
+    testutil::write_file(tmp.file("ids.csv"), "report_id,scenario,token,token_id,d\nr1,x,a,1,0.5\nr1,x,b,17,1\nr1,x,c,42,0\n"
+                                              "r2,x,a,7,1\nr2,x,b,5,0\n");
+    const std::string base = "run -q -s csv -p path=" + testutil::shell_quote(tmp.file("ids.csv")) +
+                             " -p features=token_id,d -p weights=false --axes d=d --model " +
+                             testutil::shell_quote(fixture(c.model).string()) + " --per-report ";
+    for (const char* ext : {"jsonl", "csv"}) {
+      const auto r = testutil::run_cli(base + testutil::shell_quote(tmp.file(std::string("rows.") + ext)));
+      INFO(r.err);
+      REQUIRE(r.status == 0);
+    }
+    std::ifstream jl(tmp.file("rows.jsonl"));
+    std::size_t rows = 0;
+    for (std::string line; std::getline(jl, line); ++rows) {
+      const auto a = nlohmann::json::parse(line)["attention"];
+      CHECK_FALSE(a["heads"]["single"].contains("kv_head"));  // the baseline reads every key/value head
+      for (std::uint32_t h = 1; h <= 4; ++h) CHECK(a["heads"]["head" + std::to_string(h)]["kv_head"] == c.kv_of[h - 1]);
+      std::size_t shared = 0;
+      for (std::uint32_t i = 1; i <= 4; ++i)
+        for (std::uint32_t j = i + 1; j <= 4; ++j) {
+          const auto& p = a["pairs"]["head" + std::to_string(i) + "_head" + std::to_string(j)];
+          CHECK(p["shared_kv"] == (c.kv_of[i - 1] == c.kv_of[j - 1]));
+          CHECK(p.contains("js_divergence"));
+          shared += p["shared_kv"].get<bool>();
+        }
+      CHECK(shared == c.shared);
+    }
+    CHECK(rows == 2 * 2);  // 2 reports x 2 layers
+    // CSV: headH_kv_head after head H's statistics, headI_headJ_shared_kv (true/false) after the pair's.
+    std::ifstream cs(tmp.file("rows.csv"));
+    std::string line;
+    std::getline(cs, line);
+    const auto header = csv_fields(line);
+    auto col = [&](const std::string& name) {
+      const auto it = std::find(header.begin(), header.end(), name);
+      REQUIRE(it != header.end());
+      return static_cast<std::size_t>(it - header.begin());
+    };
+    CHECK(std::find(header.begin(), header.end(), "single_kv_head") == header.end());
+    CHECK(col("head2_kv_head") == col("head2_first_weight") + 1);
+    CHECK(col("head3_head4_shared_kv") == col("head3_head4_output_distance") + 1);
+    CHECK(header.back() == "head3_head4_shared_kv");
+    std::size_t csv_rows = 0;
+    for (; std::getline(cs, line); ++csv_rows) {
+      const auto f = csv_fields(line);
+      REQUIRE(f.size() == header.size());
+      for (std::uint32_t h = 1; h <= 4; ++h) CHECK(f[col("head" + std::to_string(h) + "_kv_head")] == std::to_string(c.kv_of[h - 1]));
+      for (std::uint32_t i = 1; i <= 4; ++i)
+        for (std::uint32_t j = i + 1; j <= 4; ++j)
+          CHECK(f[col("head" + std::to_string(i) + "_head" + std::to_string(j) + "_shared_kv")] ==
+                (c.kv_of[i - 1] == c.kv_of[j - 1] ? "true" : "false"));
+    }
+    CHECK(csv_rows == 2 * 2);
+  }
+}

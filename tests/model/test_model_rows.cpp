@@ -115,6 +115,11 @@ TEST_CASE("run --model rows and maps: the same bytes for any thread count and ch
   CHECK(maps[0]["heads"].size() == 12);
   CHECK(maps[0]["single"].size() == maps[0]["tokens"].size());
   CHECK(maps[0]["token_ids"] == rows[6]["token_ids"]);
+  // BERT's heads each read their own keys and values: no decoder kv_head / shared_kv fields.
+  CHECK(rows[0]["attention"]["heads"]["head1"].size() == 5);
+  CHECK_FALSE(rows[0]["attention"]["heads"]["head1"].contains("kv_head"));
+  CHECK(rows[0]["attention"]["pairs"]["head1_head2"].size() == 5);
+  CHECK_FALSE(rows[0]["attention"]["pairs"]["head1_head2"].contains("shared_kv"));
 
   // Asking for rows changes nothing in the summary (seconds and the run's execution block aside).
   auto r = run_cli(base + " --threads 1 --chunk 13 --summary " + tmp.file("plain.json"));
@@ -135,6 +140,8 @@ TEST_CASE("run --model rows and maps: the same bytes for any thread count and ch
   CHECK(header.find(",head_separation,separation_1_2,") != std::string::npos);
   CHECK(header.find(",head3_entropy,") != std::string::npos);
   CHECK(header.find(",head11_head12_output_distance\r") != std::string::npos);
+  CHECK(header.find("_kv_head") == std::string::npos);
+  CHECK(header.find("_shared_kv") == std::string::npos);
   CHECK(first.rfind("ops-text-0,all,0," + std::to_string(rows[0]["n_tokens"].get<int>()) + ",", 0) == 0);
   CHECK(first.find("\"" + rows[0]["token_ids"].dump() + "\"") != std::string::npos);
   std::size_t n = 1;

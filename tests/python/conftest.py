@@ -44,9 +44,10 @@ def csv_rows(path):
     if "token_ids" in df:
         df["token_ids"] = df["token_ids"].map(json.loads)
     # Metric columns are float64 in Result.rows; read_csv makes a column of whole numbers (a
-    # uniform weighting's differences, all 0) int64: the same values, compared as float64.
+    # uniform weighting's differences, all 0) int64: the same values, compared as float64. A
+    # decoder's headH_kv_head stays int64 (and its true/false headI_headJ_shared_kv reads as bool).
     for name in df.columns[df.columns.get_loc("tokens") + 1 + ("token_ids" in df):]:
-        if df[name].dtype.kind == "i":
+        if df[name].dtype.kind == "i" and not name.endswith("_kv_head"):
             df[name] = df[name].astype("float64")
     return df
 

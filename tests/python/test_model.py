@@ -92,6 +92,21 @@ def test_a_decoder_folder(workdir):
         "--quiet", cwd=workdir)
     res = headsep.model(llama).run(TEXTS, maps=[0])
     pd.testing.assert_frame_equal(res.rows, csv_rows(workdir / "rows.csv"), check_exact=True)
+    # Each query head's key/value head (int64) beside its statistics, and per pair whether its
+    # heads share one (bool): heads 1-2 read kv head 0, heads 3-4 kv head 1.
+    rows = res.rows
+    assert [rows[f"head{h}_kv_head"].dtype.name for h in (1, 4)] == ["int64", "int64"]
+    assert [set(rows[f"head{h}_kv_head"].tolist()) for h in range(1, 5)] == [{0}, {0}, {1}, {1}]
+    assert "single_kv_head" not in rows
+    cols = list(rows.columns)
+    assert cols.index("head2_kv_head") == cols.index("head2_first_weight") + 1
+    assert cols.index("head1_head2_shared_kv") == cols.index("head1_head2_output_distance") + 1
+    shared = {f"{i}_{j}": set(rows[f"head{i}_head{j}_shared_kv"].tolist())
+              for i in range(1, 5) for j in range(i + 1, 5)}
+    assert shared == {"1_2": {True}, "1_3": {False}, "1_4": {False}, "2_3": {False}, "2_4": {False}, "3_4": {True}}
+    assert rows["head3_head4_shared_kv"].dtype == bool
+    assert res.arrays["head3_kv_head"].dtype.name == "int64"
+    assert res.arrays["head1_entropy"].dtype.name == "float64"
     assert res.rows["token_ids"][0][0] == 1  # <s>, the template's BOS
     assert res.maps[0].shape[:2] == (2, 4)  # 2 layers x 4 query heads
 
