@@ -377,8 +377,11 @@ float bf16_to_f32(std::uint16_t b) noexcept { return std::bit_cast<float>(std::u
 void convert_to_f32(DType t, const std::byte* p, std::size_t n, float* out) noexcept {
   switch (t) {
     case DType::F32:
-      if constexpr (std::endian::native == std::endian::little) std::memcpy(out, p, n * 4);  // the bulk case
-      else for (std::size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(load_u32_le(p + 4 * i));
+      if constexpr (std::endian::native == std::endian::little) {
+        if (n) std::memcpy(out, p, n * 4);  // the bulk case (an empty tensor's out may be null)
+      } else {
+        for (std::size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(load_u32_le(p + 4 * i));
+      }
       break;
     case DType::F16:
       for (std::size_t i = 0; i < n; ++i) out[i] = f16_to_f32(load_u16_le(p + 2 * i));

@@ -68,7 +68,7 @@ TEST_CASE("an output folder that cannot take the file fails before the work, nam
 TEST_CASE("under a memory limit (ulimit -v) commands finish instead of hanging", "[cli][limits]") {
   // Was: OpenBLAS's thread pool, started at load, spun on a failed allocation: every command hung.
   TempDir dir;
-  for (const std::string args : {std::string("plugins"), kSynth + "--summary " + shell_quote(dir.file("s.jsonl")),
+  for (const std::string& args : {std::string("plugins"), kSynth + "--summary " + shell_quote(dir.file("s.jsonl")),
                                  std::string("run -s ops-reports -p reports=20 -p d_model=16 -w qkv --quiet --summary ") +
                                      shell_quote(dir.file("q.jsonl"))}) {
     auto r = run_shell("ulimit -v 150000; timeout 60 " + shell_quote(HEADSEP_CLI) + " " + args);
