@@ -233,7 +233,7 @@ class BpeTokenizer final : public TextTokenizer {
     cuts.assign(1, 0);
     const std::size_t m = marker_.size();
     for (std::size_t i = s.find(marker_, 1); i != std::string_view::npos; i = s.find(marker_, i + 1))
-      if (s.compare(i - m, m, marker_) != 0) cuts.push_back(i);
+      if (i < m || s.compare(i - m, m, marker_) != 0) cuts.push_back(i);  // i < m: no marker fits before it
     cuts.push_back(s.size());
     if (split_words_) {
       for (std::size_t k = 0; k + 1 < cuts.size(); ++k) unit(s.substr(cuts[k], cuts[k + 1] - cuts[k]), out);
