@@ -283,7 +283,10 @@ std::size_t AttentionPlan::report_bytes(std::size_t n) const noexcept {
   in.axes = 0;
   std::size_t first = 0;
   const std::size_t nq = kernels::attention_query_rows(in, &first);
-  const std::uint32_t tq = nq > 1 ? kernels::attention_tile_rows(n, heads_) : 1;
+  // The largest tile any level takes (6-row blocks can give more rows than 8-row ones).
+  const std::uint32_t tq = nq > 1 ? std::max(kernels::attention_tile_rows(n, heads_, kernels::attention_micro_rows(8)),
+                                             kernels::attention_tile_rows(n, heads_, kernels::attention_micro_rows(16)))
+                                  : 1;
   const std::size_t qkv = ((n + kRowBlock) * ld_ + kernels::kAttnMaxLanes) * sizeof(float);
   const std::size_t xpad = kRowBlock * d_model_ * sizeof(float);
   const std::size_t work = kernels::attention_work_floats(in, tq) * sizeof(float) +

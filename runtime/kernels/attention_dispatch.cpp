@@ -37,10 +37,10 @@ std::size_t attention_query_rows(const AttentionReport& in, std::size_t* first) 
   return 1;
 }
 
-std::uint32_t attention_tile_rows(std::size_t n, std::uint32_t heads) noexcept {
-  const std::size_t row_bytes = (std::size_t(heads) + 1) * up16(n) * sizeof(float);
-  std::size_t t = kAttnTileBytes / (row_bytes ? row_bytes : 1) / 8 * 8;
-  t = t < 8 ? 8 : (t > 32 ? 32 : t);
+std::uint32_t attention_tile_rows(std::size_t n, std::uint32_t heads, std::uint32_t block) noexcept {
+  const std::size_t row_bytes = (std::size_t(heads) + 1) * up16(n) * sizeof(float), most = 32 / block * block;
+  std::size_t t = kAttnTileBytes / (row_bytes ? row_bytes : 1) / block * block;
+  t = t < block ? block : (t > most ? most : t);
   return static_cast<std::uint32_t>(t);
 }
 
@@ -181,7 +181,7 @@ void attention_report(const AttentionReport& in, const AttentionReportOut& out, 
   std::size_t q_first = 0;
   const std::size_t nq = kernels::attention_query_rows(in, &q_first);
   kernels::AttentionWork w;
-  w.tq = nq > 1 ? kernels::attention_tile_rows(in.n, in.heads) : 1;
+  w.tq = nq > 1 ? kernels::attention_tile_rows(in.n, in.heads, kernels::attention_micro_rows(lanes(level))) : 1;
   const std::size_t floats = kernels::attention_work_floats(in, w.tq);
   if (scratch.tile.size() < floats) scratch.tile.resize(floats);
   const std::size_t doubles = kernels::attention_work_doubles(in);

@@ -19,16 +19,22 @@ namespace headsep::kernels {
 struct AttentionWork {
   float* f = nullptr;
   double* d = nullptr;
-  std::uint32_t tq = 0;  ///< query rows per tile (a multiple of 8, or 1 for a single query)
+  std::uint32_t tq = 0;  ///< query rows per tile (whole micro-kernel blocks, or 1 for a single query)
 };
 
 /// Widest vector any level uses, in floats: the dispatcher sizes buffers for it, so every level's
 /// padded layout (n rounded up to its own width) fits.
 inline constexpr std::size_t kAttnMaxLanes = 16;
 
+/// Query rows of one score / A·V micro-kernel at a vector width of `lanes` floats (AK<A>::MR:
+/// 2 x MR accumulators fill 32 AVX-512 or 16 AVX2/SSE2 registers).
+constexpr std::uint32_t attention_micro_rows(std::size_t lanes) noexcept { return lanes >= 16 ? 8 : 6; }
+
 /// Query rows per tile for a report of n tokens and H+1 heads (all queries): the tile's (H+1)
-/// score/probability rows stay within about kAttnTileBytes, between 8 and 32 rows.
-std::uint32_t attention_tile_rows(std::size_t n, std::uint32_t heads) noexcept;
+/// score/probability rows stay within about kAttnTileBytes, a multiple of `block` (the level's
+/// attention_micro_rows) from block to 32. Whole blocks: a tile of 8 rows at MR = 6 ran its last 2
+/// rows with 4 accumulators, too few to hide the FMA latency (AVX2 kernel 18 % slower at 256²).
+std::uint32_t attention_tile_rows(std::size_t n, std::uint32_t heads, std::uint32_t block) noexcept;
 inline constexpr std::size_t kAttnTileBytes = std::size_t(128) << 10;
 
 /// Floats and doubles of working memory attention_report needs for this report shape.

@@ -20,7 +20,7 @@ struct AK {
   static constexpr std::size_t W = B::size;
   // Micro-kernel shapes: MR query rows x 2 vectors of keys (scores) or value dims (A·V) keeps
   // 2·MR accumulators + 2 loaded vectors in registers (32 on AVX-512, 16 on AVX2/SSE2).
-  static constexpr std::size_t MR = W >= 16 ? 8 : 6;
+  static constexpr std::size_t MR = attention_micro_rows(W);
   static constexpr std::size_t NV = 2;
   static constexpr std::size_t DV = 2;
 
