@@ -249,7 +249,7 @@ def cpu_text():
             flags = set(next((l for l in f if l.startswith("flags")), "").split())
     except OSError:
         pass
-    isa = "AVX-512" if "avx512f" in flags else "AVX2, no AVX-512" if "avx2" in flags else "no AVX2"
+    isa = "AVX-512 and AVX2" if "avx512f" in flags else "AVX2, no AVX-512" if "avx2" in flags else "no AVX2"
     return f"{name} ({isa}), {os.cpu_count()} logical CPUs"
 
 
@@ -263,7 +263,12 @@ def main(argv=None):
     ap.add_argument("--top", type=int, default=5)
     ap.add_argument("--chunk", type=int, default=1 << 20, help="reports per NumPy chunk (bounds the temporaries)")
     a = ap.parse_args(argv)
-    threads = [int(t) for t in a.threads.split(",")]
+    try:
+        threads = [int(t) for t in a.threads.split(",")]
+    except ValueError:
+        ap.error(f"--threads: comma-separated counts, not '{a.threads}'")
+    if not (os.path.isfile(a.headsep) and os.access(a.headsep, os.X_OK)):
+        ap.error(f"--headsep: no executable at '{a.headsep}' (build it: cmake --build build --target headsep headsep_plugins)")
     if a.reports < 1 or a.repeat < 1 or a.chunk < 1 or a.top < 0 or min(threads) < 1:
         ap.error("--reports, --repeat, --chunk and every --threads count must be >= 1, --top >= 0")
     groups = 3 * a.reports
@@ -277,7 +282,7 @@ def main(argv=None):
     data_gib = sum(p[1].nbytes + p[2].nbytes + p[3].nbytes for p in parts) / 2**30
     print(f"generation (not timed; OpsReports.chunk + AxisFocus.weights in NumPy): {gen_s:.2f} s, {tokens} tokens, "
           f"{data_gib:.2f} GiB in memory")
-    print("NumPy runs the timed part on one thread (reduceat, ufuncs, partitions: no BLAS call); headsep on --threads T")
+    print("NumPy runs the timed part on one thread (bincount, ufuncs, partitions: no BLAS call); headsep on --threads T")
     hs_wall, hs_run, np_s, np_parts = {t: [] for t in threads}, {t: [] for t in threads}, [], []
     simd, cmd = None, None
     with tempfile.TemporaryDirectory() as tmp:
