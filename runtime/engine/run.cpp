@@ -48,6 +48,12 @@ constexpr std::size_t kBytesPerValue = 48;
 // report gets ~28 reports per batch instead of 8192 (37 GB). Sequential sources bound their
 // batches themselves (the CSV source: 2^20 tokens).
 constexpr double kBatchTokenBudget = double(std::size_t(128) << 20);
+// Without --chunk, a random-access batch's token data is kept near this (RunOptions::
+// chunk_fits_cache): the stages hand a batch on while it is still in L2. The main job (4.5 tokens,
+// 3 features, 2 axes, 3 designs x 3 weight rows: ~500 B a report) went from 8192 reports (4 MB)
+// to ~2000: 2 threads 17-25 % faster, 1 thread within the noise (Zen 4, docs/PERFORMANCE.md).
+constexpr double kBatchCacheBytes = double(std::size_t(1) << 20);
+constexpr std::size_t kMinCacheChunk = 1024;  // below it, per-batch costs (dispatch, sink merges) show
 
 std::size_t bounded_chunk(std::size_t chunk, std::uint32_t heads, std::size_t axes, std::size_t slots, bool attention) {
   const std::size_t h = heads, pairs = pair_count(h);
@@ -62,9 +68,10 @@ std::size_t bounded_chunk(std::size_t chunk, std::uint32_t heads, std::size_t ax
 std::size_t batch_chunk(ReportSource& source, const Weighting& weighting, const AxisMap& axes, const RunOptions& opt,
                         const RunPlan& plan) {
   // Scenario slots are the scheme's own, else those the source knows up front (at least 1).
+  const std::size_t slots = std::max<std::size_t>(
+      1, plan.own.empty() ? source.schema().scenario_names.size() : plan.own.size());
   std::size_t chunk = bounded_chunk(opt.chunk_reports ? opt.chunk_reports : 1, weighting.heads(), axes.names().size(),
-                                    plan.own.empty() ? source.schema().scenario_names.size() : plan.own.size(),
-                                    plan.attention_scheme);
+                                    slots, plan.attention_scheme);
   if (plan.random_access && chunk > 1) {
     // fill() is pure, so the first reports can be sampled for their length before the run.
     ReportBatch probe;
@@ -73,6 +80,11 @@ std::size_t batch_chunk(ReportSource& source, const Weighting& weighting, const 
       const double bytes = 8.0 * double(probe.features.size() + axes.names().size() + weighting.heads() + 1) +
                            4.0 * double(source.schema().d_model);
       chunk = std::max<std::size_t>(1, static_cast<std::size_t>(std::min(double(chunk), kBatchTokenBudget / std::max(1.0, tokens * bytes))));
+      if (opt.chunk_fits_cache && !plan.attention_scheme) {
+        const double cached = 8.0 * double(probe.features.size() + axes.names().size() + slots * (weighting.heads() + 1));
+        const auto fit = static_cast<std::size_t>(kBatchCacheBytes / std::max(1.0, tokens * cached));
+        chunk = std::min(chunk, std::max(kMinCacheChunk, fit));
+      }
     }
   }
   return chunk;

@@ -96,6 +96,7 @@ Setup build_setup(const JobArgs& a, PluginRegistry registry) {
 RunOptions run_options(const JobArgs& a) {
   RunOptions opt;
   opt.chunk_reports = a.chunk ? a.chunk : 8192;
+  opt.chunk_fits_cache = a.chunk == 0;
   opt.threads = a.threads;
   opt.simd = a.simd.empty() ? default_level() : parse_simd_level(a.simd);
   if (a.precision == "f64") opt.precision = Precision::f64;

@@ -76,6 +76,28 @@ TEST_CASE("synthetic runs are byte-identical across threads, chunk sizes and pre
   }
 }
 
+TEST_CASE("without --chunk a batch holds about 1 MiB of tokens; --chunk is kept; the same bytes either way",
+          "[engine][determinism]") {
+  TempDir dir;
+  // The main job: ~4.5 tokens x (3 features + 2 axes + 3 designs x 3 weight rows) x 8 B ≈ 500 B a
+  // report, so ~2100 reports a batch instead of 8192.
+  auto batches = [&](const std::string& chunk, const std::string& path) {
+    auto r = run_cli(kSynth + "-p reports=100000 -p seed=7 -q --profile --threads 2 " + chunk + " --summary " +
+                     shell_quote(path));
+    REQUIRE(r.status == 0);
+    return nlohmann::json::parse(read_file(path))["profile"]["batches"].get<std::size_t>();
+  };
+  const std::size_t fitted = batches("", dir.file("a.json")), asked = batches("--chunk 8192", dir.file("b.json"));
+  CHECK(asked == 13);                     // ceil(100000 / 8192): --chunk as given
+  CHECK((fitted >= 40 && fitted <= 60));  // 100000 / ~2100
+  auto numbers = [&](const std::string& path) {
+    auto j = nlohmann::json::parse(read_file(path));
+    j.erase("run"), j.erase("profile");
+    return j.dump();
+  };
+  CHECK(numbers(dir.file("a.json")) == numbers(dir.file("b.json")));
+}
+
 TEST_CASE("a summary-only run's memory does not grow with the number of reports", "[engine][memory]") {
   const long small = peak_rss_kib({"run", "--scenario", "ops-reports", "--weighting", "axis-focus", "-p", "reports=50000",
                                    "-q", "--threads", "2"});
