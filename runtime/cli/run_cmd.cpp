@@ -81,7 +81,8 @@ CLI::App* add_run(CLI::App& app, RunArgs& ra) {
   runc->add_option("--simd", ra.simd, "Force a SIMD level: scalar, sse2, avx2, avx512 (default: best, or $HEADSEP_SIMD)");
   runc->add_option("--precision", ra.precision, "f64 (default, the seed's arithmetic) or f32")->capture_default_str();
   runc->add_option("--chunk", ra.chunk,
-                   "Reports per batch (default 8192; attention schemes: 65536 / d_model, within 32..8192)")
+                   "Reports per batch (default 8192, fewer to keep ~1 MiB of tokens per batch when the source "
+                   "has random access; attention schemes: 65536 / d_model, within 32..8192)")
       ->check(CLI::PositiveNumber);
   runc->add_option("--attention", ra.attention,
                    "Attention schemes: write the attention maps (and multi-head output) of chosen reports as JSON lines");
