@@ -51,7 +51,8 @@ constexpr double kBatchTokenBudget = double(std::size_t(128) << 20);
 // Without --chunk, a random-access batch's token data is kept near this (RunOptions::
 // chunk_fits_cache): the stages hand a batch on while it is still in L2. The main job (4.5 tokens,
 // 3 features, 2 axes, 3 designs x 3 weight rows: ~500 B a report) went from 8192 reports (4 MB)
-// to ~2000: 2 threads 17-25 % faster, 1 thread within the noise (Zen 4, docs/PERFORMANCE.md).
+// to ~2100: 2 threads 9-19 % faster (best / median of 6), 1 thread within the noise (Zen 4,
+// docs/PERFORMANCE.md).
 constexpr double kBatchCacheBytes = double(std::size_t(1) << 20);
 constexpr std::size_t kMinCacheChunk = 1024;  // below it, per-batch costs (dispatch, sink merges) show
 
