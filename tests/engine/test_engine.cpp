@@ -76,7 +76,7 @@ TEST_CASE("synthetic runs are byte-identical across threads, chunk sizes and pre
   }
 }
 
-TEST_CASE("without --chunk a batch holds about 1 MiB of tokens; --chunk is kept; the same bytes either way",
+TEST_CASE("without --chunk a batch holds about 1 MiB of tokens, --chunk is kept, the same bytes either way",
           "[engine][determinism]") {
   TempDir dir;
   // The main job: ~4.5 tokens x (3 features + 2 axes + 3 designs x 3 weight rows) x 8 B ≈ 500 B a
