@@ -4,36 +4,37 @@
 // bits vectorizes, so the clean case (nearly every call) is one OR-reduction over the buffer.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 namespace headsep {
 
+/// Bit 63 set iff x is Inf or NaN: an all-ones exponent plus one exponent unit carries into bit 63.
+constexpr std::uint64_t nonfinite_bit(double x) noexcept {
+  return (std::bit_cast<std::uint64_t>(x) & 0x7FF0000000000000ull) + 0x0010000000000000ull;
+}
+
+/// Bit 31 set iff x is Inf or NaN (the float form of the same carry).
+constexpr std::uint32_t nonfinite_bit(float x) noexcept {
+  return (std::bit_cast<std::uint32_t>(x) & 0x7F800000u) + 0x00800000u;
+}
+
+/// True when some v[i] of count values is Inf or NaN: one OR-reduction, no branch per value.
+template <class T>
+bool any_non_finite(const T* v, std::size_t count) noexcept {
+  decltype(nonfinite_bit(T{})) bad = 0;
+  for (std::size_t i = 0; i < count; ++i) bad |= nonfinite_bit(v[i]);
+  return bad >> (8 * sizeof(bad) - 1);
+}
+
 /// Index of the first Inf or NaN among v[0..count), or count when every value is finite.
 inline std::size_t first_non_finite(const float* v, std::size_t count) noexcept {
-  std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint32_t b;
-    std::memcpy(&b, v + i, 4);
-    bad |= static_cast<std::uint32_t>((b & 0x7f800000u) == 0x7f800000u);
-  }
-  if (!bad) return count;
+  if (!any_non_finite(v, count)) return count;
   for (std::size_t i = 0; i < count; ++i)
     if (!std::isfinite(v[i])) return i;
   return count;
-}
-
-/// True when some v[i] of count doubles is Inf or NaN (bit 63 of exponent + one unit: all ones).
-inline bool any_non_finite(const double* v, std::size_t count) noexcept {
-  std::uint64_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint64_t b;
-    std::memcpy(&b, v + i, 8);
-    bad |= (b & 0x7FF0000000000000ull) + 0x0010000000000000ull;
-  }
-  return bad >> 63;
 }
 
 }  // namespace headsep

@@ -8,13 +8,12 @@
 #include <bit>
 #include <cstdint>
 
+#include "headsep/finite.hpp"
+
 namespace headsep::detail {
 
-// Bit 63 set iff x is Inf or NaN: an all-ones exponent plus one exponent unit carries into bit 63.
-constexpr std::uint64_t nonfinite_bit(double x) noexcept {
-  const auto u = std::bit_cast<std::uint64_t>(x);
-  return (u & 0x7FF0000000000000ull) + 0x0010000000000000ull;
-}
+// Bit 63 set iff x is Inf or NaN (headsep/finite.hpp, shared with the plugins).
+using headsep::nonfinite_bit;
 
 // Bit 63 set iff x is negative other than -0.0: (u - 1) & u keeps the sign bit only for u above
 // 0x8000...0 (and 0 - 1 wraps to all ones, but & 0 clears it).
