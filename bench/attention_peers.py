@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from machine import cpu_line
+
 try:
     import numpy as np
     import torch
@@ -349,12 +351,7 @@ def main():
     import onnxruntime as ort
 
     hs = Headsep(a.headsep)
-    cpu = "unknown CPU"
-    try:
-        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    print(f"CPU: {cpu}, {os.cpu_count()} CPUs; torch {torch.__version__}, onnxruntime {ort.__version__}, "
+    print(f"CPU: {cpu_line()}; torch {torch.__version__}, onnxruntime {ort.__version__}, "
           f"numpy {np.__version__}; {a.repeat} interleaved rounds, best of them")
     peak_core = hs.peak_per_core[0] if hs.peak_per_core else None
     print(hs.peak_per_core[1] if hs.peak_per_core else "no fp32 peak from `headsep info`")

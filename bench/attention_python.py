@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 
+from machine import cpu_line
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import attention_peers as peers  # noqa: E402  (torch, numpy, the peers and their helpers)
@@ -61,8 +63,7 @@ def main():
     threads = [int(t) for t in a.threads.split(",") if t]
     import onnxruntime as ort
 
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown CPU")
-    print(f"CPU: {cpu}; torch {torch.__version__}, onnxruntime {ort.__version__}, numpy {np.__version__}, "
+    print(f"CPU: {cpu_line()}; torch {torch.__version__}, onnxruntime {ort.__version__}, numpy {np.__version__}, "
           f"headsep {headsep.__version__} ({headsep.__file__})")
     hs_cli = peers.Headsep(a.headsep)
     tmp = tempfile.mkdtemp(prefix="headsep-attn-python-")

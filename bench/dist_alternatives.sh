@@ -20,7 +20,7 @@ trap 'rm -rf "$out"' EXIT
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 
 python3 "$here/tests/dist/make_csv.py" "$out/in.csv" "$csv_reports"
-echo "# $(lscpu | grep 'Model name' | sed 's/  */ /g'); $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# CPU: $(python3 "$(dirname "$0")/machine.py")"
 echo "# CSV: $csv_reports reports, $(stat -c %s "$out/in.csv") bytes; synthetic rows: ops-reports x axis-focus, $gen_reports reports; best of $repeat"
 echo "# wall s (CPU s = user + sys of every process); MB sent by rank 0 and rank 1"
 source "$here/bench/best_of.sh"  # best TAG CMD...: "wall cpu" of the best of $repeat runs

@@ -15,7 +15,7 @@ out=$(mktemp -d /dev/shm/headsep-dist.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 
-echo "# $(lscpu | grep 'Model name' | sed 's/  */ /g'); $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# CPU: $(python3 "$(dirname "$0")/machine.py")"
 echo "# ops-reports x 3 scenarios (axis-focus): summary run ${reports} reports, per-report run ${row_reports};"
 echo "# attention: ops-reports d_model 64 x qkv 4 heads, summary run ${att_reports} reports; best of ${repeat}"
 echo "# wall s (CPU s = user + sys of every process)"

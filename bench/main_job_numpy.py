@@ -29,6 +29,8 @@ import time
 
 import numpy as np
 
+from machine import cpu_line
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 QUANTILES = (("p01", 0.01), ("p10", 0.10), ("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
@@ -236,23 +238,6 @@ def run_headsep(binary, reports, seed, top, threads, summary_path):
         return wall, float(m.group(1)), m.group(2), json.load(f), cmd
 
 
-def cpu_text():
-    name = platform.processor() or "?"
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        name = next((l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith("Model name")), name)
-    except OSError:
-        pass
-    flags = set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = set(next((l for l in f if l.startswith("flags")), "").split())
-    except OSError:
-        pass
-    isa = "AVX-512 and AVX2" if "avx512f" in flags else "AVX2, no AVX-512" if "avx2" in flags else "no AVX2"
-    return f"{name} ({isa}), {os.cpu_count()} logical CPUs"
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--headsep", default=os.path.join(ROOT, "build", "headsep"))
@@ -273,7 +258,7 @@ def main(argv=None):
         ap.error("--reports, --repeat, --chunk and every --threads count must be >= 1, --top >= 0")
     groups = 3 * a.reports
     print(f"main job: {a.reports} ops-reports reports x axis-focus's 3 designs = {groups} groups, seed {a.seed}, top {a.top}")
-    print(f"CPU: {cpu_text()}; numpy {np.__version__} ({np.__file__.split('/site-packages')[0] if 'site-packages' in np.__file__ else os.path.dirname(np.__file__)}), "
+    print(f"CPU: {cpu_line()}; numpy {np.__version__} ({np.__file__.split('/site-packages')[0] if 'site-packages' in np.__file__ else os.path.dirname(np.__file__)}), "
           f"Python {platform.python_version()}")
     t0 = time.perf_counter()
     parts, scenarios, heads = generate(a.reports, a.seed, a.chunk)

@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from machine import cpu_line
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -174,6 +176,7 @@ def run_decoder(a):
         plain = torch_decoder(model, a.arch, cfg)
         base = model.base_model  # no LM head: headsep computes no logits either
         hf = lambda ids: base(ids, output_attentions=True, use_cache=False)
+        print(f"CPU: {cpu_line()}")
         print(f"torch {torch.__version__}, {a.threads} threads, {a.arch} 768 x 12 heads x 4 layers (random init); "
               f"headsep = forward + every head metric; hf = transformers eager, output_attentions=True; "
               f"torch = plain forward keeping the maps")
@@ -222,6 +225,7 @@ def main():
     w = load_file(os.path.join(a.model, "model.safetensors"))
     fwd, fast = torch_bert(w, cfg), torch_bert(w, cfg, sdpa=True)
     rng = np.random.default_rng(1)
+    print(f"CPU: {cpu_line()}")
     print(f"torch {torch.__version__}, {a.threads} threads; headsep = forward + every head metric; "
           f"torch = forward with attention maps kept; sdpa = torch's scaled_dot_product_attention "
           f"forward, no maps (both best of {a.repeat}, timed in alternating rounds)")

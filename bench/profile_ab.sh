@@ -7,7 +7,7 @@
 set -euo pipefail
 before=$1 after=$2 reports=${3:-2000000} threads=${4:-1,2} reps=${5:-3}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "CPU: $(python3 "$(dirname "$0")/machine.py")"
 for t in ${threads//,/ }; do
   for r in $(seq "$reps"); do
     for which in before after; do

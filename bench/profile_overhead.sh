@@ -16,7 +16,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${1:-$here/build/headsep} reports=${2:-10000000} threads=${3:-2} rounds=${4:-5}
 [ -x "$bin" ] || { echo "profile_overhead.sh: no headsep binary at $bin (bash scripts/setup.sh builds it)" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "CPU: $(python3 "$(dirname "$0")/machine.py")"
 echo "job: $bin run -s ops-reports -w axis-focus -p reports=$reports -p seed=2026 --top 5 --threads $threads -q --summary S [--profile]"
 /usr/bin/python3 - "$bin" "$reports" "$threads" "$rounds" "$tmp" <<'PY'
 import json, os, resource, statistics as st, subprocess, sys, time

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import sys
 import time
 
@@ -20,17 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import python_plugin as ex  # noqa: E402
 
 from headsep import _headsep  # noqa: E402
-
-
-def cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+from machine import cpu_line  # noqa: E402
 
 
 def timed(scenario, weighting, params, threads, repeat):
@@ -46,7 +35,7 @@ def main() -> None:
     reports = int(os.environ.get("HEADSEP_BENCH_REPORTS", "1000000"))
     repeat = int(os.environ.get("HEADSEP_BENCH_REPEAT", "3"))
     params = [f"reports={reports}"]
-    print(f"{cpu()}, {os.cpu_count()} CPUs; {reports} reports, best of {repeat}; chunk 8192")
+    print(f"CPU: {cpu_line()}; {reports} reports, best of {repeat}; chunk 8192")
     jobs = [("generator", ("ops-reports", "uniform"), (ex.OpsReports(), "uniform")),
             ("weighting", ("ops-reports", "uniform"), ("ops-reports", ex.Uniform())),
             ("both", ("ops-reports", "uniform"), (ex.OpsReports(), ex.Uniform()))]

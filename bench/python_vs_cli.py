@@ -22,6 +22,7 @@ import tempfile
 import time
 
 import headsep
+from machine import cpu_line
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -68,8 +69,7 @@ def main():
         same = text == summary.read_text(encoding="utf-8")
     c, p = statistics.median(cli_t), statistics.median(py_t)
     cc, pc = statistics.median(cli_c), statistics.median(py_c)
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    print(f"main job: {args.reports} reports x 3 head designs, {args.repeat} runs each, {os.cpu_count()} cores ({cpu}); "
+    print(f"main job: {args.reports} reports x 3 head designs, {args.repeat} runs each; CPU: {cpu_line()}; "
           f"Python rows={args.rows} report={not args.no_report}")
     print(f"  CLI    wall median {c:.3f} s (runs {', '.join(f'{t:.3f}' for t in cli_t)}), CPU median {cc:.3f} s")
     print(f"  Python wall median {p:.3f} s (runs {', '.join(f'{t:.3f}' for t in py_t)}), CPU median {pc:.3f} s")

@@ -20,6 +20,8 @@ import re
 import subprocess
 import sys
 
+from machine import cpu_line
+
 build = sys.argv[1] if len(sys.argv) > 1 else "build"
 shapes = (sys.argv[2] if len(sys.argv) > 2 else "256x256x256x8,65536x3x2x2").split(",")
 
@@ -41,8 +43,7 @@ if not m:
 peak, level = float(m.group(1)) * 1e9, m.group(2)
 tr = gbench("bench_transcendental", "^transcendental/")
 rate = {k.split("/", 1)[1]: v["items_per_second"] for k, v in tr.items()}
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-print(f"CPU: {cpu}; level {level}; fp32 peak {peak / 1e9:.1f} GFLOP/s per core (`headsep info`)")
+print(f"CPU: {cpu_line()}; level {level}; fp32 peak {peak / 1e9:.1f} GFLOP/s per core (`headsep info`)")
 print("exp / log per second per core (bench_transcendental, median of 3):")
 for k in sorted(rate):
     err = tr["transcendental/" + k].get("max_rel_err")

@@ -63,3 +63,18 @@ def test_the_check_refuses_one_changed_number(job, edit, says):
     hs, ours, values, scenarios, heads = job
     bad = peer.compare(changed(hs, edit), ours, values, scenarios, heads)
     assert bad and all(b.startswith("decision_vs_condition_split") for b in bad) and any(says in b for b in bad), bad
+
+
+def test_the_bench_names_the_core_generation_behind_a_cloud_cpu_name():
+    # bench/machine.py: "AMD EPYC" is a Zen 3 (AVX2 only) or a Zen 4 (AVX-512); the numbers differ.
+    import machine
+    assert machine.amd_generation(25, 1) == "Zen 3"     # EPYC 7003 (Milan)
+    assert machine.amd_generation(25, 0x21) == "Zen 3"  # Ryzen 5000
+    assert machine.amd_generation(25, 17) == "Zen 4"    # EPYC 9004 (Genoa)
+    assert machine.amd_generation(25, 0xA0) == "Zen 4"  # EPYC 97x4 (Bergamo)
+    assert machine.amd_generation(23, 0x31) == "Zen 2"
+    assert machine.amd_generation(6, 106) is None       # an Intel family
+    assert machine.vector_isa({"avx2"}) == "AVX2, no AVX-512"
+    assert machine.vector_isa({"avx2", "avx512f"}) == "AVX-512"
+    line = machine.cpu_line()
+    assert f"{os.cpu_count()} CPUs" in line and ("AVX" in line)
