@@ -12,6 +12,7 @@
 
 #include "headsep/error.hpp"
 #include "model/bpe_split.hpp"
+#include "model/hf_lowercase.hpp"
 #include "support/text_util.hpp"
 
 namespace headsep::bpe {
@@ -91,6 +92,8 @@ class BpeTokenizer final : public TextTokenizer {
     for (const NormStep& st : spec_.normalizer) {
       if (st.kind == NormStep::kPrepend) {
         if (!t.empty()) t.insert(0, st.content);
+      } else if (st.kind == NormStep::kLowercase) {
+        hf::lowercase_utf8(t);
       } else if (st.kind != NormStep::kReplace) {
         unicode_form(st.kind, t);
       } else if (!st.pattern.empty()) {

@@ -23,7 +23,7 @@ struct AddedToken {
 /// One normalizer step: Prepend(text), Replace(pattern string -> content) or a Unicode
 /// normalization form (utf8proc).
 struct NormStep {
-  enum Kind { kPrepend, kReplace, kNfc, kNfd, kNfkc, kNfkd } kind;
+  enum Kind { kPrepend, kReplace, kNfc, kNfd, kNfkc, kNfkd, kLowercase } kind;
   std::string pattern, content;
 };
 

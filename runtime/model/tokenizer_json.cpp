@@ -56,6 +56,8 @@ void read_normalizer(const json& n, const std::string& name, const std::string& 
     out.push_back({bpe::NormStep::kPrepend, "", str_at(n, "prepend", name, path)});
   } else if (t == "NFC" || t == "NFD" || t == "NFKC" || t == "NFKD") {
     out.push_back({t == "NFC" ? bpe::NormStep::kNfc : t == "NFD" ? bpe::NormStep::kNfd : t == "NFKC" ? bpe::NormStep::kNfkc : bpe::NormStep::kNfkd, "", ""});
+  } else if (t == "Lowercase") {
+    out.push_back({bpe::NormStep::kLowercase, "", ""});
   } else if (t == "Replace") {
     const json& p = n.value("pattern", json());
     if (!p.is_object() || !p.contains("String")) refuse(name, path + ".pattern", "must be {\"String\": ...} (Regex patterns are not supported)");

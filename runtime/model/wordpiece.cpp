@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "headsep/error.hpp"
+#include "model/hf_lowercase.hpp"
 #include "model/hf_unicode_tables.hpp"
 #include "support/text_util.hpp"
 
@@ -62,7 +63,7 @@ hf::CharClass char_class(std::int32_t c) noexcept {
 }
 bool is_punct(std::int32_t c) noexcept { return c < 128 ? kAscii[c] == kPunct : char_class(c) == hf::kPunct; }
 
-/// tokenizers' result where it differs from utf8proc's (hf::kNfd, hf::kLower), else null.
+/// tokenizers' result where it differs from utf8proc's (hf::kNfd), else null.
 const hf::Mapping* mapped(const hf::Mapping* first, const hf::Mapping* last, std::int32_t c) noexcept {
   const auto* it = std::lower_bound(first, last, c, [](const hf::Mapping& m, std::int32_t v) { return m.cp < v; });
   return it != last && it->cp == c ? it : nullptr;
@@ -80,17 +81,6 @@ std::int32_t decompose(std::int32_t cp, std::int32_t (&d)[8]) noexcept {
       utf8proc_decompose_char(cp, d, 8, static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE), &boundclass));
   if (n < 0 || n > 8) return d[0] = cp, 1;  // (cannot happen for a valid code point: at most 4 for NFD)
   return n;
-}
-
-/// Lowercase of one code point into l (1..3 code points), as tokenizers lowercases it.
-std::int32_t lowercase(std::int32_t c, std::int32_t (&l)[3]) noexcept {
-  if (const auto* m = mapped(std::begin(hf::kLower), std::end(hf::kLower), c)) {
-    std::int32_t n = 0;
-    while (n < 3 && m->to[n]) l[n] = m->to[n], ++n;
-    return n;
-  }
-  l[0] = utf8proc_tolower(c);
-  return 1;
 }
 
 void put_utf8(std::string& s, std::int32_t c) { append_utf8(s, static_cast<std::uint32_t>(c)); }
@@ -376,7 +366,7 @@ void WordPiece::encode(std::string_view text, Encoding& out) const {
     for (std::int32_t k = 0; k < nd; ++k) {
       if (strip && char_class(dec[k]) == hf::kMark) continue;
       std::int32_t low[3] = {dec[k], 0, 0}, nl = 1;
-      if (lower) nl = lowercase(dec[k], low);
+      if (lower) nl = hf::lowercase(dec[k], low);
       for (std::int32_t j = 0; j < nl; ++j) {
         if (!cjk && is_punct(low[j])) {
           single(low[j]);
