@@ -351,7 +351,8 @@ def main():
     import onnxruntime as ort
 
     hs = Headsep(a.headsep)
-    print(f"CPU: {cpu_line()}; torch {torch.__version__}, onnxruntime {ort.__version__}, "
+    cpu = cpu_line()
+    print(f"CPU: {cpu}; torch {torch.__version__}, onnxruntime {ort.__version__}, "
           f"numpy {np.__version__}; {a.repeat} interleaved rounds, best of them")
     peak_core = hs.peak_per_core[0] if hs.peak_per_core else None
     print(hs.peak_per_core[1] if hs.peak_per_core else "no fp32 peak from `headsep info`")

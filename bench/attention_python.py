@@ -19,7 +19,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 from machine import cpu_line
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Issue 27's whole measurement on the CPU this runs on, in one go: the README's "targets on each
+# CPU" table wants a column per CPU (Zen 3 with AVX2 only, a Xeon with AVX-512, Zen 4), and each
+# column is these five benches, run one after another on an otherwise idle machine (~25 min; the
+# peers' venv with torch and onnxruntime is made on first use, ~5.5 GB). Everything printed also
+# goes to bench-results/issue27-<date>-<cpu>.log, which starts with bench/machine.py's CPU line.
+# Usage: bench/run_issue27.sh [--quick]   (--quick: fewer rounds and reports, ~8 min, a smoke run)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+cpu=$(python3 "$here/bench/machine.py")
+slug=$(echo "$cpu" | sed -E 's/, load.*//; s/[^A-Za-z0-9]+/-/g; s/-+$//')
+mkdir -p "$here/bench-results"
+log="$here/bench-results/issue27-$(date -u +%Y%m%dT%H%MZ)-$slug.log"
+exec > >(tee "$log") 2>&1
+echo "# issue 27 on: $cpu"
+echo "# commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%F %T') UTC"
+if [ $quick = 1 ]; then reports=1000000 repeat=2 reps=3; else reports=10000000 repeat=5 reps=9; fi
+step() { echo; echo "## $*"; echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"; }
+
+step "1. the main job against NumPy in memory (target 1: >= 10x on 2 threads; 1 thread >= 9 M groups/s)"
+bash "$here/bench/run_main_job_peers.sh" --reports "$reports" --threads 1,2 --repeat "$repeat"
+step "1. the metric kernels, AVX2 / SSE2 on the main job's shapes (target 1: >= 1.6x)"
+source "$here/scripts/setup.sh"
+"$HEADSEP_BUILD/bench/bench_kernels" --benchmark_filter='^mainjob' --benchmark_repetitions="$reps" \
+  --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+step "2. attention against torch and onnxruntime (target 2)"
+bash "$here/bench/run_attention_peers.sh" --threads 1,2 --repeat "$repeat"
+for t in 1 2; do
+  step "3. MiniLM against torch eager with maps and torch SDPA, $t thread(s) (target 3)"
+  bash "$here/bench/run_model_peers.sh" --threads "$t"
+done
+echo; echo "# log: $log"
