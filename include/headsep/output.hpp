@@ -128,7 +128,10 @@ std::unique_ptr<ResultWriter> make_writer(Format format, OutputFile& out, const 
 /// map ("single": query rows x keys), every head's ("heads"), and the multi-head output
 /// concat(O_h) W_O + b_O ("output": query rows x d_model) when the scheme has one. With `only`,
 /// just the kept reports it accepts (the run may keep more maps for other sinks: keep_top_maps).
+/// `kv_head_of` (a decoder's RunInfo::kv_head_of): each model map line also says which key/value
+/// head each of its heads reads ("kv_head_of", after "heads"); empty for BERT and qkv runs.
 std::unique_ptr<ResultSink> make_attention_writer(
-    OutputFile& out, std::function<bool(const ReportBatch& batch, std::size_t report)> only = {});
+    OutputFile& out, std::function<bool(const ReportBatch& batch, std::size_t report)> only = {},
+    std::vector<std::uint32_t> kv_head_of = {});
 
 }  // namespace headsep

@@ -182,7 +182,7 @@ class ModelResult(KeptMaps, Result):
       ``output_attentions``;
     - ``single_maps``: the single-head baseline's maps, one ``[layers, n, n]`` array per report;
     - ``map_reports``: the kept reports' indices (run order); ``map_layers``: the kept layers.
-    None of them without ``maps=``.
+    None of them without ``maps=``. ``kv_head_of``: a decoder's key/value head per query head.
     """
 
     def __init__(self, core):
@@ -194,3 +194,10 @@ class ModelResult(KeptMaps, Result):
     @property
     def map_layers(self):
         return self._get("layers")
+
+    @property
+    def kv_head_of(self):
+        """A decoder's key/value head per query head, a list: ``maps[r][l, h - 1]`` (head h) reads
+        key/value head ``kv_head_of[h - 1]`` (the summary's ``kv_head_of``, the maps file's field);
+        None for BERT, whose heads each have their own."""
+        return self.summary.get("kv_head_of")

@@ -117,7 +117,7 @@ struct ModelOutputs {
       mo.dump_reports = parse_keep(a.attention_reports);
       mo.dump_layers = parse_layers(a.attention_layers);
       files.push_back(std::make_unique<OutputFile>(a.attention));
-      maps = make_attention_writer(*files.back());
+      maps = make_attention_writer(*files.back(), {}, info.kv_head_of);
       mo.sinks.push_back(maps.get());
     }
   }

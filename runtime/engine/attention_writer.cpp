@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/formatted_rows.hpp"
+#include "headsep/error.hpp"
 #include "headsep/output.hpp"
 #include "support/text_util.hpp"
 
@@ -13,8 +14,9 @@ namespace {
 /// --attention: one JSON line per kept (report, scenario) with its maps and multi-head output.
 class AttentionMapWriter final : public ResultSink {
  public:
-  AttentionMapWriter(OutputFile& out, std::function<bool(const ReportBatch&, std::size_t)> only)
-      : out_(out), only_(std::move(only)) {}
+  AttentionMapWriter(OutputFile& out, std::function<bool(const ReportBatch&, std::size_t)> only,
+                     std::vector<std::uint32_t> kv_head_of)
+      : out_(out), only_(std::move(only)), kv_head_of_(std::move(kv_head_of)) {}
   void prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& partial) const override {
     auto f = std::make_unique<FormattedRows>();
     format(res, f->bytes);
@@ -83,6 +85,13 @@ class AttentionMapWriter final : public ResultSink {
       rows(s, maps + std::size_t(h) * nq * n, nq, n);
     }
     s += ']';
+    if (!res.layers.empty() && !kv_head_of_.empty()) {  // a decoder: heads[h-1] reads kv head kv_head_of[h-1]
+      if (kv_head_of_.size() != d.heads) throw Error("--attention: kv_head_of has " + std::to_string(kv_head_of_.size()) +
+                                                     " entries for " + std::to_string(d.heads) + " heads (a bug)");
+      s += ",\"kv_head_of\":[";
+      for (std::size_t h = 0; h < kv_head_of_.size(); ++h) s += (h ? "," : "") + std::to_string(kv_head_of_[h]);
+      s += ']';
+    }
     if (d.d_model) {
       s += ",\"output\":";
       rows(s, d.output.data() + d.output_offset[i], nq, d.d_model);
@@ -91,13 +100,15 @@ class AttentionMapWriter final : public ResultSink {
   }
   OutputFile& out_;
   std::function<bool(const ReportBatch&, std::size_t)> only_;
+  std::vector<std::uint32_t> kv_head_of_;
 };
 
 }  // namespace
 
 std::unique_ptr<ResultSink> make_attention_writer(OutputFile& out,
-                                                  std::function<bool(const ReportBatch&, std::size_t)> only) {
-  return std::make_unique<AttentionMapWriter>(out, std::move(only));
+                                                  std::function<bool(const ReportBatch&, std::size_t)> only,
+                                                  std::vector<std::uint32_t> kv_head_of) {
+  return std::make_unique<AttentionMapWriter>(out, std::move(only), std::move(kv_head_of));
 }
 
 }  // namespace headsep

@@ -120,6 +120,7 @@ TEST_CASE("run --model rows and maps: the same bytes for any thread count and ch
   CHECK_FALSE(rows[0]["attention"]["heads"]["head1"].contains("kv_head"));
   CHECK(rows[0]["attention"]["pairs"]["head1_head2"].size() == 5);
   CHECK_FALSE(rows[0]["attention"]["pairs"]["head1_head2"].contains("shared_kv"));
+  CHECK_FALSE(maps[0].contains("kv_head_of"));
 
   // Asking for rows changes nothing in the summary (seconds and the run's execution block aside).
   auto r = run_cli(base + " --threads 1 --chunk 13 --summary " + tmp.file("plain.json"));

@@ -89,7 +89,7 @@ def test_a_decoder_folder(workdir):
         for k, v in TEXTS.items():
             f.write(json.dumps({"report_id": k, "text": v}) + "\n")
     cli("run", "--model", llama, "-s", "text", "-p", f"path={workdir / 't.jsonl'}", "--per-report", "rows.csv",
-        "--quiet", cwd=workdir)
+        "--attention", "maps.jsonl", "--attention-reports", "first:1", "--quiet", cwd=workdir)
     res = headsep.model(llama).run(TEXTS, maps=[0])
     pd.testing.assert_frame_equal(res.rows, csv_rows(workdir / "rows.csv"), check_exact=True)
     # Each query head's key/value head (int64) beside its statistics, and per pair whether its
@@ -109,6 +109,14 @@ def test_a_decoder_folder(workdir):
     assert res.arrays["head1_entropy"].dtype.name == "float64"
     assert res.rows["token_ids"][0][0] == 1  # <s>, the template's BOS
     assert res.maps[0].shape[:2] == (2, 4)  # 2 layers x 4 query heads
+    # Which key/value head each map's head reads: the Python result and every line of the CLI's maps.
+    assert res.kv_head_of == [0, 0, 1, 1]
+    lines = [json.loads(x) for x in open(workdir / "maps.jsonl", encoding="utf-8")]
+    assert [x["layer"] for x in lines] == [0, 1]
+    assert all(x["kv_head_of"] == [0, 0, 1, 1] and len(x["heads"]) == 4 for x in lines)
+    assert list(lines[0]) == ["report_id", "report_index", "scenario", "layer", "tokens", "token_ids", "queries",
+                              "single", "heads", "kv_head_of"]
+    assert headsep.model(MODEL).run(["a text"]).kv_head_of is None  # BERT
 
 
 def test_errors(tmp_path):
