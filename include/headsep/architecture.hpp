@@ -28,11 +28,14 @@ struct ModelShape {
   std::uint32_t heads = 0;     ///< query heads per layer (H)
   std::uint32_t kv_heads = 0;  ///< key/value heads (= H unless grouped-query or multi-query attention)
   std::uint32_t head_dim = 0;
-  /// Longest report the model runs: max_position_embeddings, or a sliding window's width when the
-  /// window mask would cut it (then `length_limit` says so).
+  /// Longest report the model runs (max_position_embeddings).
   std::uint32_t max_positions = 0;
   std::string length_limit = "positions";  ///< what max_positions is, for messages
   bool causal = false;                     ///< decoders: query q sees keys 0..q
+  /// Per layer its sliding window (AttentionConfig::window: query q sees keys (q - w, q]), 0 for
+  /// full causal attention; empty when no layer has one (Mistral: every layer; Qwen2 with
+  /// use_sliding_window: the layers from max_window_layers; a config's layer_types says per layer).
+  std::vector<std::uint32_t> sliding_window;
   /// The key/value head (0-based) that query head h (1..H) reads.
   std::uint32_t kv_head(std::uint32_t h) const noexcept { return (h - 1) / (heads / kv_heads); }
 };

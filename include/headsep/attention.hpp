@@ -35,7 +35,15 @@ struct AttentionConfig {
   std::int64_t query_index = 0;  ///< QueryMode::index: 0-based; negative counts from the end (-1 = last);
                                  ///< clamped to the report's tokens
   MaskKind mask = MaskKind::none;
+  /// MaskKind::causal only: query q sees its last `window` keys, (q - window, q] (Mistral's
+  /// sliding window, as transformers masks it); 0 = every key 0..q.
+  std::uint32_t window = 0;
 };
+
+/// The first key query q sees under `c` (0 unless a sliding window cuts it).
+inline std::size_t first_visible_key(const AttentionConfig& c, std::size_t q) noexcept {
+  return c.mask == MaskKind::causal && c.window && q + 1 > c.window ? q + 1 - c.window : 0;
+}
 
 /// Projection weights in PyTorch's nn.Linear layout (y = x Wᵀ + b, W is [out][in]), float32.
 /// Heads are row blocks: rows [h*d_k, (h+1)*d_k) of w_q are head h+1's queries.

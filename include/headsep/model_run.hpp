@@ -117,6 +117,7 @@ struct ModelSummary {
   std::string decoder_type;
   std::uint32_t kv_heads = 0;
   std::vector<std::uint32_t> kv_head_of;
+  std::vector<std::uint32_t> sliding_window;  ///< ModelShape's, per layer (empty: none)
   std::vector<std::string> axes;
   std::vector<Scenario> scenarios;
   std::size_t top = 3;

@@ -67,10 +67,11 @@ inline void clear_outputs(const AttentionReportOut& out, std::size_t H1, std::si
                                                   float* a, float* o, double* onorm) {
   const std::size_t n = in.n, C = in.axes, S = out.stride;
   const std::size_t len = in.config.mask == MaskKind::causal ? q + 1 : n;
+  const std::size_t from = first_visible_key(in.config, q);  // a sliding window's first key
   const float scale = 1.0f / std::sqrt(float(in.dk[h]));
   const float* qr = row(in, q, in.q_col, h);
   float m = -std::numeric_limits<float>::infinity();
-  for (std::size_t k = 0; k < len; ++k) {
+  for (std::size_t k = from; k < len; ++k) {
     const float* kr = row(in, k, in.k_col, h);
     float s = 0.0f;
     for (std::size_t d = 0; d < in.dk[h]; ++d) s += qr[d] * kr[d];
@@ -78,13 +79,13 @@ inline void clear_outputs(const AttentionReportOut& out, std::size_t H1, std::si
     m = a[k] > m ? a[k] : m;
   }
   float z = 0.0f;
-  for (std::size_t k = 0; k < len; ++k) {
+  for (std::size_t k = from; k < len; ++k) {
     a[k] = std::exp(a[k] - m);
     z += a[k];
   }
   float conf = 0.0f;
   for (std::size_t k = 0; k < n; ++k) {
-    a[k] = k < len ? a[k] / z : 0.0f;
+    a[k] = k >= from && k < len ? a[k] / z : 0.0f;
     conf = a[k] > conf ? a[k] : conf;
   }
   const float ent = attention_entropy_ref(a, n);

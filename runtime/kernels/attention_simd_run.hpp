@@ -129,6 +129,8 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
           const std::size_t len = causal ? q + 1 : n, lv = up(len);
           float* s = a + r * np;
           for (std::size_t k = len; k < lv; ++k) s[k] = neg_inf;
+          // A sliding window: the keys before it masked like padding (exactly 0 after the softmax).
+          for (std::size_t k = 0, from = first_visible_key(in.config, q); k < from; ++k) s[k] = neg_inf;
           float* cx = rctx + r;
           switch (C) {
             case 0: softmax_row<0>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;

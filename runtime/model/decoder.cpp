@@ -58,8 +58,10 @@ void Decoder::run_group(const Group& g, const std::vector<AttentionOut>& layers,
   for (std::size_t l = 0; l < layers.size(); ++l) {
     if (T) project(g, l, x, s);
     // Empty reports: the kernel's zeros.
-    attend_reports(rows_view(shape_.heads, qkv_ld(), cols_, MaskKind::causal, g.axes), g.token_offset, g.r0, g.r1,
-                   s.qkv.data(), g.axis, layers[l], g.level, shape_.head_dim, s.ctx.data(), s);
+    AttentionReport view = rows_view(shape_.heads, qkv_ld(), cols_, MaskKind::causal, g.axes);
+    view.config.window = shape_.sliding_window.empty() ? 0 : shape_.sliding_window[l];  // the baseline's too
+    attend_reports(view, g.token_offset, g.r0, g.r1, s.qkv.data(), g.axis, layers[l], g.level, shape_.head_dim,
+                   s.ctx.data(), s);
     if (!T) continue;
     finish_layer(g, l, x, s);
     if (all_hidden && l + 1 < layers.size())

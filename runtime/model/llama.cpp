@@ -1,6 +1,6 @@
 // The Llama family (model_type "llama", "mistral", "qwen2"): RMSNorm, rotary positions (default,
 // linear and llama3 frequencies), grouped-query attention, SwiGLU; Qwen2's and attention_bias'
-// Q/K/V biases; Mistral's sliding window limits the report length (docs/MODEL.md).
+// Q/K/V biases; Mistral's (and Qwen2's, when on) sliding window masks each layer's keys (docs/MODEL.md).
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -30,6 +30,7 @@ class Llama final : public Decoder {
     return D * (2 * Q + 2 * double(kv_width())) + 3 * D * I;
   }
   void read_rope(const json& j, const std::string& file);
+  void read_sliding_window(const json& j, const std::string& file);
   void load_layers(const FolderWeights& w, bool qkv_bias, bool o_bias);
 
   double eps_ = 1e-6;
@@ -74,6 +75,38 @@ void Llama::read_rope(const json& j, const std::string& file) {
   inv_freq_.assign(inv.begin(), inv.end());
 }
 
+/// Which layers attend within a sliding window, as transformers decides: `layer_types` when the
+/// config lists them ("sliding_attention" / "full_attention"), else Mistral's every layer and
+/// Qwen2's layers from max_window_layers when use_sliding_window is true.
+void Llama::read_sliding_window(const json& j, const std::string& file) {
+  ModelShape& c = shape_;
+  if (!j.contains("sliding_window") || j["sliding_window"].is_null()) return;
+  const bool qwen2_window = j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
+                            j["use_sliding_window"].get<bool>();
+  if (c.model_type != "mistral" && !qwen2_window) return;  // Qwen2's is off unless use_sliding_window
+  const std::uint32_t w = json_uint(j, "sliding_window", file);  // (0 refused: a positive integer)
+  std::vector<std::uint32_t> per(c.layers, c.model_type == "mistral" ? w : 0);
+  if (c.model_type == "qwen2") {
+    const std::uint32_t from = j.contains("max_window_layers") && !j["max_window_layers"].is_null()
+                                   ? json_uint(j, "max_window_layers", file) : 28;  // transformers' default
+    for (std::uint32_t l = from; l < c.layers; ++l) per[l] = w;
+  }
+  if (j.contains("layer_types") && !j["layer_types"].is_null()) {
+    const json& t = j["layer_types"];
+    if (!t.is_array() || t.size() != c.layers)
+      throw Error(file + ": layer_types must list one type per layer (" + std::to_string(c.layers) + ")");
+    for (std::uint32_t l = 0; l < c.layers; ++l) {
+      const std::string s = t[l].is_string() ? t[l].get<std::string>() : "";
+      if (s != "sliding_attention" && s != "full_attention")
+        throw Error(file + ": layer_types[" + std::to_string(l) + "] is " + t[l].dump().substr(0, 40) +
+                    " (supported: \"sliding_attention\", \"full_attention\")");
+      per[l] = s == "sliding_attention" ? w : 0;
+    }
+  }
+  if (std::any_of(per.begin(), per.end(), [&](std::uint32_t x) { return x && x < c.max_positions; }))
+    c.sliding_window = std::move(per);  // (a window at least max_positions wide cuts nothing)
+}
+
 Llama::Llama(const std::filesystem::path& dir, const json& j, const std::string& file) {
   ModelShape& c = shape_;
   c.model_type = json_str(j, "model_type", file, "");
@@ -103,18 +136,7 @@ Llama::Llama(const std::filesystem::path& dir, const json& j, const std::string&
   c.max_positions = json_uint(j, "max_position_embeddings", file);
   c.causal = true;
   eps_ = json_positive(j, "rms_norm_eps", file, 1e-6);
-  // A sliding window changes nothing while a report fits in it: longer ones are refused by name.
-  const bool window = c.model_type == "mistral" ||
-                      (j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
-                       j["use_sliding_window"].get<bool>());
-  if (window && j.contains("sliding_window") && !j["sliding_window"].is_null()) {
-    const std::uint32_t w = json_uint(j, "sliding_window", file);
-    if (w < c.max_positions) {
-      c.max_positions = w;
-      c.length_limit = "tokens of its sliding_window (config.json; a longer report would need the window mask, "
-                       "which headsep does not implement)";
-    }
-  }
+  read_sliding_window(j, file);
   read_rope(j, file);
   name_ = folder_name(dir);
   const bool bias = c.model_type == "qwen2" ||

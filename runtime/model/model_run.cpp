@@ -147,6 +147,7 @@ ModelPipeline::ModelPipeline(ReportSource& source, const Architecture& model, co
   if (model.shape().model_type != "bert") {
     out_.decoder_type = model.shape().model_type, out_.kv_heads = model.shape().kv_heads;
     out_.kv_head_of = kv_head_of(model.shape());
+    out_.sliding_window = model.shape().sliding_window;
   }
   out_.axes = axes.names();
   out_.top = opt.top;

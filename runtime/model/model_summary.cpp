@@ -78,12 +78,14 @@ std::string ModelSummary::json() const {
     j["causal"] = true;
     j["kv_heads"] = kv_heads;
     j["kv_head_of"] = kv_head_of;
+    if (!sliding_window.empty()) j["sliding_window"] = sliding_window;
   }
   j["axes"] = axes;
   j["baseline"] = decoder_type.empty()
                       ? "head 0 of each layer: the layer's own Q/K/V projections as one full-width head, softmax(Q K^T / sqrt(hidden))"
                       : "head 0 of each layer: every query head's Q (rotated where the model uses RoPE) against its key/value "
-                        "head's K, as one head of width heads x head_dim, causal: softmax(Q K^T / sqrt(heads x head_dim))";
+                        "head's K, as one head of width heads x head_dim, causal: softmax(Q K^T / sqrt(heads x head_dim))" +
+                            std::string(sliding_window.empty() ? "" : ", within the layer's sliding window where it has one");
   j["top_by"] = "a report's separation: the mean over layers and head pairs of the pair's context distance (ties: smaller report index)";
   j["threads"] = threads;
   j["simd"] = simd;

@@ -222,7 +222,8 @@ inline std::string describe(const Case& c) {
   static const char* modes[] = {"all", "first", "last", "index"};
   os << "n=" << c.n << " heads=" << c.heads << " dk0=" << c.dk[0] << " dk=" << c.dk.back() << " dv0=" << c.dv[0]
      << " dv=" << c.dv.back() << " ld=" << c.ld << " axes=" << c.axes << " query=" << modes[int(c.config.query)]
-     << "(" << c.config.query_index << ")" << (c.config.mask == MaskKind::causal ? " causal" : "");
+     << "(" << c.config.query_index << ")" << (c.config.mask == MaskKind::causal ? " causal" : "")
+     << (c.config.window ? " window=" + std::to_string(c.config.window) : std::string());
   return os.str();
 }
 

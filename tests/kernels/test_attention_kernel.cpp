@@ -30,7 +30,10 @@ TEST_CASE("every level agrees with the scalar reference (sizes hitting the vecto
       {QueryMode::all, 0, MaskKind::none},  {QueryMode::all, 0, MaskKind::causal},
       {QueryMode::first, 0, MaskKind::none}, {QueryMode::last, 0, MaskKind::causal},
       {QueryMode::index, 2, MaskKind::none}, {QueryMode::index, -2, MaskKind::causal},
-      {QueryMode::index, 99, MaskKind::none}};
+      {QueryMode::index, 99, MaskKind::none},
+      // sliding windows (Mistral's): one key, a few, and one the short reports fit in
+      {QueryMode::all, 0, MaskKind::causal, 1}, {QueryMode::all, 0, MaskKind::causal, 5},
+      {QueryMode::last, 0, MaskKind::causal, 16}};
   AttentionScratch ref_scratch, scratch;
   std::size_t runs = 0, failures = 0;
   std::uint64_t seed = 1;
@@ -62,7 +65,8 @@ TEST_CASE("attention_reports: small reports share vector lanes and keep the bits
   // attention_report on it alone, in any order, and within the tolerance of the scalar reference.
   const AttentionConfig configs[] = {{QueryMode::all, 0, MaskKind::none},
                                      {QueryMode::all, 0, MaskKind::causal},
-                                     {QueryMode::last, 0, MaskKind::none}};
+                                     {QueryMode::last, 0, MaskKind::none},
+                                     {QueryMode::all, 0, MaskKind::causal, 3}};  // windowed past n = 3
   AttentionScratch scratch, ref_scratch;
   std::uint64_t seed = 900;
   for (const auto& config : configs)
@@ -250,6 +254,30 @@ TEST_CASE("an empty report gives zeros", "[attention]") {
       for (std::size_t s = 0; s < kHeadStats; ++s) CHECK(r.head(h, s) == 0.0);
     for (std::size_t s = 0; s < kPairStats; ++s) CHECK(r.pair(0, s) == 0.0);
   }
+}
+
+TEST_CASE("a sliding window: query q weighs exactly its last W keys, as transformers masks them", "[attention]") {
+  AttentionScratch scratch;
+  std::uint64_t seed = 700;
+  for (std::uint32_t n : {1u, 4u, 9u, 33u})
+    for (std::uint32_t window : {1u, 4u, 8u}) {
+      const Case c = make_case(n, 2, 5, 4, 3, 3, 1, {QueryMode::all, 0, MaskKind::causal, window}, seed++, 1);
+      for (auto level : levels_under_test()) {
+        INFO(to_string(level) << " " << describe(c));
+        const Result r = run_kernel(c, level, scratch);
+        for (std::size_t h = 0; h <= 2; ++h)
+          for (std::size_t q = 0; q < n; ++q) {
+            double sum = 0;
+            for (std::size_t k = 0; k < n; ++k) {
+              const float a = r.maps[(h * n + q) * n + k];
+              if (k > q || k + window <= q) CHECK(a == 0.0f);
+              else CHECK(a > 0.0f);
+              sum += a;
+            }
+            CHECK(sum == Approx(1.0).margin(1e-5));
+          }
+      }
+    }
 }
 
 TEST_CASE("each metric equals its definition computed in double from the materialised maps", "[attention]") {

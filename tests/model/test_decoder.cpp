@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -147,20 +148,6 @@ TEST_CASE("bf16 weights, sharded folders, llama3 rotary scaling, Qwen2 biases", 
   check_fixture("qwen2");
 }
 
-TEST_CASE("Mistral: reports within the sliding window match, longer ones are refused by name", "[decoder]") {
-  check_fixture("mistral", 8);
-  const auto m = load_model(fixture("mistral"));
-  CHECK(m->shape().max_positions == 8);
-  std::vector<std::uint32_t> ids(9, 3);
-  std::vector<std::uint64_t> off{0, 9};
-  std::vector<double> ctx(5), hs(5 * kHeadStats), ps(6 * kPairStats);
-  std::vector<AttentionOut> outs(2);
-  for (auto& o : outs) o.context = ctx.data(), o.head_stats = hs.data(), o.pair_stats = ps.data(), o.stride = 1;
-  ModelScratch s;
-  CHECK_THROWS_WITH(m->forward(ids.data(), off.data(), 1, 0, nullptr, SimdLevel::scalar, outs, nullptr, s),
-                    Catch::Contains("9 tokens, over the model's 8 tokens of its sliding_window"));
-}
-
 TEST_CASE("Decoder reports grouped or alone give the same bits, empty reports are zeros", "[decoder]") {
   for (const char* name : {"gpt2", "llama"}) {
     const auto m = load_model(fixture(name));
@@ -212,6 +199,59 @@ std::string load_error(const fs::path& d) {
   return "(loaded)";
 }
 }  // namespace
+
+TEST_CASE("Mistral: the sliding window masks each layer's keys as transformers does (17 tokens, window 8)",
+          "[decoder]") {
+  // Lengths 1, 5, 8 fit the window; at 17 every query past the 8th sees only its last 8 keys:
+  // transformers' maps, hidden states and every metric (the baseline windowed alike).
+  check_fixture("mistral");
+  const auto m = load_model(fixture("mistral"));
+  CHECK(m->shape().max_positions == 64);  // max_position_embeddings: the window no longer caps it
+  CHECK(m->shape().sliding_window == std::vector<std::uint32_t>{8, 8});
+}
+
+TEST_CASE("sliding windows: which layers have one, as transformers reads the config", "[decoder]") {
+  std::list<testutil::TempDir> dirs;  // one folder per edited copy
+  auto ed = [&](const char* name, void (*edit)(nlohmann::json&)) { return edited(dirs.emplace_back(), name, edit); };
+  auto windows = [](const fs::path& d) { return load_model(d)->shape().sliding_window; };
+  using V = std::vector<std::uint32_t>;
+  // Qwen2: off unless use_sliding_window; then the layers from max_window_layers (a config
+  // without layer_types, as transformers before 4.5x wrote them), or as layer_types lists them.
+  CHECK(windows(ed("qwen2", [](nlohmann::json& j) { j["sliding_window"] = 4; })) == V{});
+  const fs::path q = ed("qwen2", [](nlohmann::json& j) {
+    j["sliding_window"] = 4, j["use_sliding_window"] = true, j["max_window_layers"] = 1, j.erase("layer_types");
+  });
+  CHECK(windows(q) == V{0, 4});
+  CHECK(windows(ed("qwen2", [](nlohmann::json& j) {
+          j["sliding_window"] = 4, j["use_sliding_window"] = true, j["layer_types"] = {"sliding_attention", "full_attention"};
+        })) == V{4, 0});
+  // layer_types, where a config lists them, decide per layer.
+  CHECK(windows(ed("mistral", [](nlohmann::json& j) {
+          j["layer_types"] = {"full_attention", "sliding_attention"};
+        })) == V{0, 8});
+  // A window as wide as max_position_embeddings cuts nothing; null is none.
+  CHECK(windows(ed("mistral", [](nlohmann::json& j) { j["sliding_window"] = 64; })) == V{});
+  CHECK(windows(ed("mistral", [](nlohmann::json& j) { j["sliding_window"] = nullptr; })) == V{});
+  CHECK_THAT(load_error(ed("mistral", [](nlohmann::json& j) { j["sliding_window"] = 0; })),
+             Catch::Contains("'sliding_window' must be a positive integer"));
+  CHECK_THAT(load_error(ed("mistral", [](nlohmann::json& j) { j["layer_types"] = {"full_attention", "chunked"}; })),
+             Catch::Contains("layer_types[1] is \"chunked\""));
+  CHECK_THAT(load_error(ed("mistral", [](nlohmann::json& j) { j["layer_types"] = {"full_attention"}; })),
+             Catch::Contains("one type per layer (2)"));
+  // The Qwen2 model above at 9 tokens: layer 0 full causal, layer 1 within its window of 4.
+  const auto qm = load_model(q);
+  std::vector<std::uint32_t> ids(9);
+  for (std::uint32_t t = 0; t < 9; ++t) ids[t] = 3 + 7 * t;
+  const Out o = run(*qm, ids, {0, 9}, SimdLevel::scalar);
+  const std::size_t H1 = qm->shape().heads + 1;
+  for (std::size_t h = 0; h < H1; ++h)
+    for (std::size_t q0 = 0; q0 < 9; ++q0)
+      for (std::size_t k = 0; k <= q0; ++k) {
+        CAPTURE(h, q0, k);
+        CHECK(o.maps[0][(h * 9 + q0) * 9 + k] > 0.0f);
+        CHECK((o.maps[1][(h * 9 + q0) * 9 + k] > 0.0f) == (k + 4 > q0));
+      }
+}
 
 TEST_CASE("Decoder folders: every refusal names the file and the field or tensor", "[decoder]") {
   testutil::TempDir tmp;

@@ -146,6 +146,19 @@ def main():
     llama = load(out("llama.json"))
     valid(llama, "decoder model summary")
     check(llama["kv_heads"] == 2 and llama["kv_head_of"] == [0, 0, 1, 1], "decoder: kv_heads and kv_head_of")
+    check("sliding_window" not in llama, "decoder without a window: no sliding_window")
+    # The same folder as a Mistral with a window of 3 tokens: sliding_window per layer, the baseline says so.
+    windowed = out("mistral-like")
+    shutil.copytree(os.path.join(SOURCE, "tests", "model", "fixtures", "decoder", "llama"), windowed)
+    cfg = load(os.path.join(windowed, "config.json"))
+    cfg.update(model_type="mistral", sliding_window=3)
+    with open(os.path.join(windowed, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    headsep("run", "-s", "ops-text", "-p", "reports=4", "--model", windowed, "-q", "--summary", out("mistral.json"))
+    mistral = load(out("mistral.json"))
+    valid(mistral, "windowed decoder model summary")
+    check(mistral["sliding_window"] == [3, 3] and "sliding window" in mistral["baseline"],
+          "windowed decoder: sliding_window per layer, named in the baseline")
 
     # kind sweep and scaling.
     headsep("sweep", "-s", "ops-reports", "-w", "axis-focus", "-p", "reports=200", "--vary",
