@@ -30,8 +30,7 @@ struct ModelShape {
   std::uint32_t head_dim = 0;
   /// Longest report the model runs (max_position_embeddings).
   std::uint32_t max_positions = 0;
-  std::string length_limit = "positions";  ///< what max_positions is, for messages
-  bool causal = false;                     ///< decoders: query q sees keys 0..q
+  bool causal = false;  ///< decoders: query q sees keys 0..q
   /// Per layer its sliding window (AttentionConfig::window: query q sees keys (q - w, q]), 0 for
   /// full causal attention; empty when no layer has one (Mistral: every layer; Qwen2 with
   /// use_sliding_window: the layers from max_window_layers; a config's layer_types says per layer).

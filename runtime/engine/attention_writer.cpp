@@ -15,8 +15,13 @@ namespace {
 class AttentionMapWriter final : public ResultSink {
  public:
   AttentionMapWriter(OutputFile& out, std::function<bool(const ReportBatch&, std::size_t)> only,
-                     std::vector<std::uint32_t> kv_head_of)
-      : out_(out), only_(std::move(only)), kv_head_of_(std::move(kv_head_of)) {}
+                     const std::vector<std::uint32_t>& kv_head_of)
+      : out_(out), only_(std::move(only)), kv_heads_(kv_head_of.size()) {
+    if (kv_head_of.empty()) return;
+    kv_field_ = ",\"kv_head_of\":[";
+    for (std::size_t h = 0; h < kv_head_of.size(); ++h) kv_field_ += (h ? "," : "") + std::to_string(kv_head_of[h]);
+    kv_field_ += ']';
+  }
   void prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& partial) const override {
     auto f = std::make_unique<FormattedRows>();
     format(res, f->bytes);
@@ -85,12 +90,11 @@ class AttentionMapWriter final : public ResultSink {
       rows(s, maps + std::size_t(h) * nq * n, nq, n);
     }
     s += ']';
-    if (!res.layers.empty() && !kv_head_of_.empty()) {  // a decoder: heads[h-1] reads kv head kv_head_of[h-1]
-      if (kv_head_of_.size() != d.heads) throw Error("--attention: kv_head_of has " + std::to_string(kv_head_of_.size()) +
-                                                     " entries for " + std::to_string(d.heads) + " heads (a bug)");
-      s += ",\"kv_head_of\":[";
-      for (std::size_t h = 0; h < kv_head_of_.size(); ++h) s += (h ? "," : "") + std::to_string(kv_head_of_[h]);
-      s += ']';
+    if (!res.layers.empty() && kv_heads_) {  // a decoder: heads[h-1] reads kv head kv_head_of[h-1]
+      if (kv_heads_ != d.heads)
+        throw Error("--attention: kv_head_of has " + std::to_string(kv_heads_) + " entries for " +
+                    std::to_string(d.heads) + " heads (a bug)");
+      s += kv_field_;
     }
     if (d.d_model) {
       s += ",\"output\":";
@@ -100,7 +104,8 @@ class AttentionMapWriter final : public ResultSink {
   }
   OutputFile& out_;
   std::function<bool(const ReportBatch&, std::size_t)> only_;
-  std::vector<std::uint32_t> kv_head_of_;
+  std::size_t kv_heads_;  ///< kv_head_of's length (0: not a decoder)
+  std::string kv_field_;  ///< ,"kv_head_of":[...], the same on every line of a run
 };
 
 }  // namespace
@@ -108,7 +113,7 @@ class AttentionMapWriter final : public ResultSink {
 std::unique_ptr<ResultSink> make_attention_writer(OutputFile& out,
                                                   std::function<bool(const ReportBatch&, std::size_t)> only,
                                                   std::vector<std::uint32_t> kv_head_of) {
-  return std::make_unique<AttentionMapWriter>(out, std::move(only), std::move(kv_head_of));
+  return std::make_unique<AttentionMapWriter>(out, std::move(only), kv_head_of);
 }
 
 }  // namespace headsep

@@ -142,7 +142,7 @@ void check_forward(const ModelShape& shape, const std::uint32_t* ids, const std:
     const std::uint64_t n = token_offset[r + 1] - token_offset[r];
     if (n > shape.max_positions)
       throw Error(type + ": report " + std::to_string(r) + " has " + std::to_string(n) + " tokens, over the model's " +
-                  std::to_string(shape.max_positions) + " " + shape.length_limit);
+                  std::to_string(shape.max_positions) + " positions");
     for (std::uint64_t t = token_offset[r]; t < token_offset[r + 1]; ++t)
       if (ids[t] >= shape.vocab_size)
         throw Error(type + ": token id " + std::to_string(ids[t]) + " is outside the vocabulary (" +

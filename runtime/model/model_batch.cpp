@@ -120,7 +120,7 @@ void ModelBatch::check_lengths(const ReportBatch& b) const {
   for (std::size_t r = 0; r < b.n_reports(); ++r)
     if (b.report_length(r) > cfg_.max_positions)
       throw Error("report '" + b.report_id(r) + "': " + std::to_string(b.report_length(r)) +
-                  " tokens, over the model's " + std::to_string(cfg_.max_positions) + " " + cfg_.length_limit);
+                  " tokens, over the model's " + std::to_string(cfg_.max_positions) + " positions");
 }
 
 /// The axes as f32 rows, and per layer a zeroed MetricBlock (the rows) for the forward to fill.
