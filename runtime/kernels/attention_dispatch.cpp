@@ -20,6 +20,9 @@ namespace kernels {
 namespace {
 
 constexpr std::size_t up16(std::size_t x) noexcept { return (x + kAttnMaxLanes - 1) / kAttnMaxLanes * kAttnMaxLanes; }
+constexpr std::size_t up_panel(std::size_t x) noexcept {
+  return (x + kAttnMaxKeyPanel - 1) / kAttnMaxKeyPanel * kAttnMaxKeyPanel;
+}
 
 }  // namespace
 
@@ -50,7 +53,7 @@ std::size_t attention_work_floats(const AttentionReport& in, std::uint32_t tq) n
   const std::size_t n = in.n, np = up16(n), H1 = std::size_t(in.heads) + 1;
   std::size_t kt = 0, ot = 0, vpack = 0;
   for (std::size_t h = 0; h < H1; ++h) {
-    kt += std::size_t(in.dk[h]) * np;
+    kt += std::size_t(in.dk[h]) * up_panel(n);
     ot += std::size_t(tq) * up16(in.dv[h]);
     vpack += up16(n * up16(in.dv[h]));
   }

@@ -26,6 +26,11 @@ struct AttentionWork {
 /// padded layout (n rounded up to its own width) fits.
 inline constexpr std::size_t kAttnMaxLanes = 16;
 
+/// Keys per panel of the transposed K (AK<A>::KP = 2 vectors at the level's width): K_h^T is
+/// stored [key panel][d][KP], so a score micro-kernel streams one contiguous panel. The
+/// dispatcher pads every head's keys to the widest level's panel.
+inline constexpr std::size_t kAttnMaxKeyPanel = 2 * kAttnMaxLanes;
+
 /// Query rows of one score / A·V micro-kernel at a vector width of `lanes` floats (AK<A>::MR:
 /// 2 x MR accumulators fill 32 AVX-512 or 16 AVX2/SSE2 registers).
 constexpr std::uint32_t attention_micro_rows(std::size_t lanes) noexcept { return lanes >= 16 ? 8 : 6; }

@@ -23,10 +23,16 @@ struct AK {
   static constexpr std::size_t MR = attention_micro_rows(W);
   static constexpr std::size_t NV = 2;
   static constexpr std::size_t DV = 2;
+  /// Keys per panel of K^T ([panel][d][KP]): one score micro-kernel's keys, read contiguously.
+  /// In a plain [d][n] layout its rows lay n floats apart (at n = 256 all in the same few L1
+  /// sets); the panels took ~3 % off the AVX2 kernel at 256 tokens (docs/PERFORMANCE.md).
+  static constexpr std::size_t KP = NV * W;
+  static_assert(kAttnMaxKeyPanel % KP == 0);
 
   static std::size_t up(std::size_t x) noexcept { return (x + W - 1) / W * W; }
   static std::size_t seg(std::size_t x) noexcept { return (x + kAttnMaxLanes - 1) / kAttnMaxLanes * kAttnMaxLanes; }
   static std::size_t lo(std::size_t x, std::size_t y) noexcept { return x < y ? x : y; }
+  static std::size_t up_kp(std::size_t x) noexcept { return (x + KP - 1) / KP * KP; }
 
   /// x·y + z, fused where the level has FMA. xsimd 8.1 has no AVX-512 fma (its generic x*y + z
   /// stays two instructions under -ffp-contract=off), so AVX-512 calls the intrinsic.

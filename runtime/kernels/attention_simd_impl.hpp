@@ -12,7 +12,8 @@
 // - Scores and A·V are register-blocked micro-kernels (MR queries x NV vectors of keys, resp.
 //   MR queries x DV vectors of value dims), the shape of a GEMM micro-kernel: one broadcast of a
 //   query element (resp. a probability) feeds NV (DV) FMAs. K is transposed once per report into
-//   [d][n rounded up to W] so a key block is one aligned load; V is copied once per report into
+//   panels of KP = NV·W keys, [panel][d][KP]: a score micro-kernel streams its keys as one
+//   contiguous block, as a GEMM's packed panel. V is copied once per report into
 //   contiguous rows of d_v rounded up to W, zero-padded: read in place, each key's row was on
 //   another page (rows of the projection matrix are kilobytes apart) and A·V waited on the loads.
 //   Zero padding (keys past n, lanes past d_v) makes every loop whole vectors, results unchanged.

@@ -31,9 +31,10 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
   // ---- carve the working memory (the same segments, sized for W = kAttnMaxLanes, as
   //      attention_work_floats in attention_dispatch.cpp) ----
   float* f = w.f;
-  float* kt = f;  // [h][d][np]: K_h transposed, keys zero-padded to np
+  float* kt = f;  // [h][key panel][d][KP]: K_h transposed, keys zero-padded to np
+  const std::size_t nkp = up_kp(n);
   std::size_t kt_floats = 0;
-  for (std::size_t h = 0; h < H1; ++h) kt_floats += std::size_t(in.dk[h]) * np;
+  for (std::size_t h = 0; h < H1; ++h) kt_floats += std::size_t(in.dk[h]) * nkp;
   f += seg(kt_floats);
   float* ax = f;  // [c][np]: the axes, zero-padded
   f += seg(C * np);
@@ -70,16 +71,17 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
       const float* src = in.qkv + in.k_col[h];
       for (std::size_t k0 = 0; k0 < np; k0 += W) {
         const std::size_t kn = lo(W, n - lo(n, k0));
+        float* panel = dst + k0 / KP * (dk * KP) + k0 % KP;  // row d at panel + d·KP
         std::size_t d = 0;
         if (kn == W)
-          for (; d + W <= dk; d += W) transpose_block(src + k0 * ld + d, ld, dst + d * np + k0, np);
+          for (; d + W <= dk; d += W) transpose_block(src + k0 * ld + d, ld, panel + d * KP, KP);
         for (; d < dk; ++d) {
           alignas(64) float line[W];
           for (std::size_t i = 0; i < W; ++i) line[i] = i < kn ? src[(k0 + i) * ld + d] : 0.0f;
-          B::load_aligned(line).store_aligned(dst + d * np + k0);
+          B::load_aligned(line).store_aligned(panel + d * KP);
         }
       }
-      dst += dk * np;
+      dst += dk * nkp;
     }
     for (std::size_t c = 0; c < C; ++c) {
       for (std::size_t k = 0; k < n; ++k) ax[c * np + k] = in.axis[c][k];
@@ -183,7 +185,7 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
         for (std::size_t r = 0; r < rows; ++r)
           for (std::size_t d = 0; d < dv; ++d) dst[(t0 + r) * dv + d] = op[r * dvp + d];
       }
-      ktp += dk * np;
+      ktp += dk * nkp;
       op += tq * dvp;
     }
     // ---- pairs of heads 1..H over the tile's rows ----

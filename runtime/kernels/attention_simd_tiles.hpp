@@ -9,7 +9,8 @@
 namespace headsep::kernels {
 namespace attn_detail {
 
-/// s[r][k0 + v·W ..] = Σ_d q[r][d] kt[d][k0 + v·W ..] for R query rows and V key vectors.
+/// s[r][k0 + v·W ..] = Σ_d q[r][d] K^T[d][k0 + v·W ..] for R query rows and V key vectors
+/// (kt: one head's K^T in KP-key panels, k0 a multiple of KP; s: rows np floats apart).
 template <class A>
 template <std::size_t R, std::size_t V>
 inline void AK<A>::score_tile(const float* q, std::size_t ldq, const float* kt, std::size_t np, std::size_t dk,
@@ -17,15 +18,19 @@ inline void AK<A>::score_tile(const float* q, std::size_t ldq, const float* kt, 
   B acc[R][V];
   for (std::size_t r = 0; r < R; ++r)
     for (std::size_t v = 0; v < V; ++v) acc[r][v] = B(0.0f);
-  const float* kp = kt + k0;
-  for (std::size_t d = 0; d < dk; ++d, kp += np) {
+  const float* kp = kt + k0 * dk;  // K^T's panel starting at key k0 (a multiple of KP), d = 0
+  // No trip-count test before the loop (dk >= 1: the dispatcher refuses d_k = 0): with one,
+  // GCC 12 kept the accumulators on the stack around it, 2·R·V extra loads and stores per tile.
+  std::size_t d = 0;
+  do {
     B b[V];
     for (std::size_t v = 0; v < V; ++v) b[v] = B::load_aligned(kp + v * W);
     for (std::size_t r = 0; r < R; ++r) {
       const B a(q[r * ldq + d]);
       for (std::size_t v = 0; v < V; ++v) acc[r][v] = fmadd(a, b[v], acc[r][v]);
     }
-  }
+    kp += KP;
+  } while (++d < dk);
   for (std::size_t r = 0; r < R; ++r)
     for (std::size_t v = 0; v < V; ++v) acc[r][v].store_aligned(s + r * np + k0 + v * W);
 }
@@ -36,7 +41,7 @@ inline void AK<A>::scores_rows(const float* q, std::size_t ldq, const float* kt,
                                float* s, std::size_t kend) noexcept {
   std::size_t k0 = 0;
   for (; k0 + NV * W <= kend; k0 += NV * W) score_tile<R, NV>(q, ldq, kt, np, dk, s, k0);
-  for (; k0 < kend; k0 += W) score_tile<R, 1>(q, ldq, kt, np, dk, s, k0);
+  if (k0 < kend) score_tile<R, 1>(q, ldq, kt, np, dk, s, k0);  // kend - k0 < KP: one vector
 }
 
 /// Scores of `rows` (<= MR) query rows over keys [0, kend), kend a multiple of W.
@@ -49,7 +54,7 @@ inline void AK<A>::scores(std::size_t rows, const float* q, std::size_t ldq, con
   scores_rows<R>(q, ldq, kt, np, dk, s, kend);
 }
 
-/// o[r][d0 + j·W ..] = Σ_{k < klen} a[r][k] v[k][d0 + j·W ..] for R rows and V value vectors.
+/// o[r][d0 + j·W ..] = Σ_{k < klen} a[r][k] v[k][d0 + j·W ..] for R rows and V value vectors, klen >= 1.
 template <class A>
 template <std::size_t R, std::size_t V>
 inline void AK<A>::av_tile(const float* a, std::size_t np, const float* v, std::size_t ldv, std::size_t klen, float* o,
@@ -58,14 +63,16 @@ inline void AK<A>::av_tile(const float* a, std::size_t np, const float* v, std::
   for (std::size_t r = 0; r < R; ++r)
     for (std::size_t j = 0; j < V; ++j) acc[r][j] = B(0.0f);
   const float* vp = v + d0;
-  for (std::size_t k = 0; k < klen; ++k, vp += ldv) {
+  std::size_t k = 0;
+  do {  // klen >= 1 (run() has returned on an empty report): no test before the loop, as score_tile
     B b[V];
     for (std::size_t j = 0; j < V; ++j) b[j] = B::load_aligned(vp + j * W);
     for (std::size_t r = 0; r < R; ++r) {
       const B x(a[r * np + k]);
       for (std::size_t j = 0; j < V; ++j) acc[r][j] = fmadd(x, b[j], acc[r][j]);
     }
-  }
+    vp += ldv;
+  } while (++k < klen);
   for (std::size_t r = 0; r < R; ++r)
     for (std::size_t j = 0; j < V; ++j) acc[r][j].store_aligned(o + r * ldo + d0 + j * W);
 }
