@@ -52,7 +52,8 @@ struct RunProvenance {
     std::string start_time;    ///< utc_now() when the run started
     unsigned threads = 0, ranks = 1;
     std::string simd;
-    std::size_t chunk = 0;  ///< reports per batch
+    std::size_t chunk = 0;  ///< reports per batch asked for (--chunk, or the command's default)
+    std::size_t batch = 0;  ///< reports per batch the engine ran (RunStats::batch); 0: not known, not written
   } execution;
 };
 

@@ -146,6 +146,7 @@ struct RunStats {
   std::uint64_t batches = 0, reports = 0, groups = 0;  ///< groups = (report, scenario) pairs
   std::uint64_t source_rows = 0;                        ///< rows of the reports processed
   double seconds = 0;
+  std::size_t batch = 0;  ///< reports per batch the engine ran: the chunk after its memory and cache bounds
 };
 
 /// Streams `source` through `weighting` and the kernels into every sink. Throws Error on bad

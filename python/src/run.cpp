@@ -55,6 +55,7 @@ std::unique_ptr<RunResult> run_job(nb::handle scenario, nb::handle weighting, Ru
   res->attach(opt);
   res->origin = job::provenance(a, s->plugins, opt, res->info.axis_names, res->info.attention, 1);
   res->stats = run_released(*s->source, *s->weighting, s->axes, opt, res->sinks());
+  res->origin->execution.batch = res->stats.batch;
   return res;
 }
 

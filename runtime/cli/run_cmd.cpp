@@ -183,8 +183,9 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
   }
   ProfileRun prof(a);  // --profile / --trace (runtime/profile/)
   opt.profiler = prof.profiler.get();
-  const RunProvenance origin = provenance(a, s.plugins, opt, info.axis_names, info.attention);
+  RunProvenance origin = provenance(a, s.plugins, opt, info.axis_names, info.attention);
   RunStats stats = run(*s.source, *s.weighting, s.axes, opt, sinks);
+  origin.execution.batch = stats.batch;
   for (auto& w : writers) w->finish(s.source->rows_read(), stats.source_rows);
   if (!a.summary.empty()) {
     OutputFile out(a.summary);

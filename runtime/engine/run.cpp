@@ -160,6 +160,7 @@ RunStats run(ReportSource& source, const Weighting& weighting, const AxisMap& ax
   engine::run_filters(pipeline, plan.in_flight);
   pipeline.end_of_stream();
   RunStats stats = pipeline.stats();
+  stats.batch = plan.chunk;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   pipeline.end_profile(stats);
   return stats;

@@ -53,6 +53,7 @@ RunProvenance model_provenance(const JobArgs& a, const ModelJob& job, unsigned r
   r.model_path = a.model;
   r.options = {{"top", std::to_string(a.top)}};
   r.execution.chunk = job.options.chunk_reports;
+  r.execution.batch = r.execution.chunk;  // ModelRun runs the chunk as given
   return r;
 }
 

@@ -56,6 +56,7 @@ nlohmann::ordered_json run_json(const RunProvenance& r) {
   const auto& e = r.execution;
   j["execution"] = {{"command_line", e.command_line}, {"start_time", e.start_time}, {"threads", e.threads},
                     {"ranks", e.ranks},          {"simd", e.simd},             {"chunk", e.chunk}};
+  if (e.batch) j["execution"]["batch"] = e.batch;
   return j;
 }
 

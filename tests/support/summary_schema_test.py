@@ -92,6 +92,7 @@ def main():
     check(t2["run"]["execution"]["simd"] == "scalar", "run.execution.simd as run")
     check("--threads 1" in run["execution"]["command_line"] and run["execution"]["chunk"] == 500,
           "run.execution: the command line and the batch size")
+    check(run["execution"]["batch"] == 500, "run.execution.batch: --chunk 500 ran as asked")
     check(open(out("t1.json")).read() != open(out("t2.json")).read(), "the raw files differ (in run.execution)")
     check(masked(out("t1.json")) == masked(out("t2.json")),
           "threads 1 vs 2 and best SIMD vs scalar: identical once run.execution is removed")
@@ -104,6 +105,9 @@ def main():
             again += ["-p", p["name"] + "." + k + "=" + v]
     headsep(*again, "--summary", out("again.json"))
     a = load(out("again.json"))
+    ex = a["run"]["execution"]
+    check(ex["chunk"] == 8192 and 1024 <= ex["batch"] < 8192,
+          "run.execution without --chunk: 8192 asked, the cache-sized batch that ran (%s)" % ex.get("batch"))
     check({k: v for k, v in a.items() if k != "run"} == {k: v for k, v in t1.items() if k != "run"},
           "a run built from the run block alone gives the same summary")
 
@@ -138,6 +142,7 @@ def main():
     valid(m1, "model summary")
     check(m1["kind"] == "model" and m1["run"]["model"]["path"] == m and m1["run"]["model"]["name"] == m1["model"],
           "model: kind model, run.model names the encoder")
+    check(m1["run"]["execution"]["chunk"] == m1["run"]["execution"]["batch"] == 2, "model: the batch is the chunk")
     strip = lambda d: {k: v for k, v in d.items() if k not in ("run", "threads", "seconds", "gflop")}
     check(strip(m1) == strip(load(out("m2.json"))), "model: threads 1 vs 2: identical but for run.execution and the timings")
     # A decoder (the Llama test fixture, GQA): model_type, causal, kv_heads, kv_head_of.
