@@ -7,6 +7,8 @@
 //         run-blas/<shape>/<level>/threads:<t> the same with OpenBLAS projections (the A/B of the
 //                                             projection backend; only code switches it)
 //         kernel/<shape>/<level>              attention_report only, on projections computed once
+//         kernel-causal/<shape>/<level>,      the same under a causal mask, and with Mistral's
+//         kernel-window<w>/<shape>/<level>    sliding window of w keys (a long-report shape only)
 //         project/<shape>/<level>             the projections only, our panel kernel, one group
 //         gemm/<shape>                        the projections only, one OpenBLAS sgemm, same group
 //                                             (group: the rows run() projects at once)
@@ -152,11 +154,12 @@ Projected project(const Data& d, SimdLevel level) {
   return p;
 }
 
-void kernel_only(benchmark::State& st, Shape s, SimdLevel level) {
+void kernel_only(benchmark::State& st, Shape s, SimdLevel level, AttentionConfig config = {}) {
   Data& d = data_for(s);
   const Projected p = project(d, level);
   AttentionScratch scratch;
   AttentionReport in = d.plan->report_view();
+  in.config = config;
   in.n = static_cast<std::uint32_t>(s.n);
   in.axes = kAxes;
   const float* ax[kAxes];
@@ -171,6 +174,10 @@ void kernel_only(benchmark::State& st, Shape s, SimdLevel level) {
       attention_report(in, out, level, scratch);
     }
     benchmark::ClobberMemory();
+  }
+  if (config.mask != MaskKind::none) {  // reports/s only: the FLOP counts are those of every key
+    st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * p.reports));
+    return;
   }
   set_counters(st, s, p.reports, 1);
   // FLOPs of the kernel alone (no projections), for its own efficiency: scores 2 n² d_k per head
@@ -222,7 +229,7 @@ void project_only(benchmark::State& st, Shape s, SimdLevel level) {
 }
 
 std::vector<Shape> shapes() {
-  std::vector<Shape> v{{2048, 64, 64, 4}, {256, 256, 256, 8}, {65536, 3, 2, 2}};
+  std::vector<Shape> v{{2048, 64, 64, 4}, {256, 256, 256, 8}, {65536, 3, 2, 2}, {16, 1024, 256, 8}};
   if (const char* scale = std::getenv("HEADSEP_BENCH_REPORTS"))  // e.g. 0.25 for a quick run
     for (auto& s : v) s.reports = std::max<std::size_t>(8, std::size_t(double(s.reports) * std::atof(scale)));
   return v;
@@ -242,6 +249,14 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(("kernel/" + s.name() + "/" + lv).c_str(),
                                    [=](benchmark::State& st) { kernel_only(st, s, level); })
           ->Unit(benchmark::kMillisecond);
+      if (s.n >= 1024)  // a window skips the keys before it: n·w instead of n²/2
+        for (std::uint32_t w : {0u, 128u}) {
+          const AttentionConfig c{QueryMode::all, 0, MaskKind::causal, w};
+          const std::string name = w ? "kernel-window" + std::to_string(w) + "/" : std::string("kernel-causal/");
+          benchmark::RegisterBenchmark((name + s.name() + "/" + lv).c_str(),
+                                       [=](benchmark::State& st) { kernel_only(st, s, level, c); })
+              ->Unit(benchmark::kMillisecond);
+        }
       for (bool blas : {false, true})
         for (int threads : {1, 2})
           benchmark::RegisterBenchmark(

@@ -65,10 +65,10 @@ struct AK {
                          std::size_t k0) noexcept;
   template <std::size_t R>
   static void scores_rows(const float* q, std::size_t ldq, const float* kt, std::size_t np, std::size_t dk, float* s,
-                          std::size_t kend) noexcept;
+                          std::size_t kbeg, std::size_t kend) noexcept;
   template <std::size_t R = MR>
   static void scores(std::size_t rows, const float* q, std::size_t ldq, const float* kt, std::size_t np,
-                     std::size_t dk, float* s, std::size_t kend) noexcept;
+                     std::size_t dk, float* s, std::size_t kbeg, std::size_t kend) noexcept;
   template <std::size_t R, std::size_t V>
   static void av_tile(const float* a, std::size_t np, const float* v, std::size_t ldv, std::size_t klen, float* o,
                       std::size_t ldo, std::size_t d0) noexcept;

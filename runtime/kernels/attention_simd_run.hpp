@@ -122,40 +122,46 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
       const float* v = v_rows(h);
       for (std::size_t rb = 0; rb < rows; rb += MR) {
         const std::size_t R = lo(MR, rows - rb);
-        // Keys this block needs: all, or up to its last query (causal).
+        // Keys this block needs: all, or up to its last query (causal), from kb on: a sliding
+        // window's keys before the block's first visible one (rounded down to a K^T panel) are
+        // skipped by the scores, the softmax and A·V. Their probabilities are exactly 0, so the
+        // sums are those of masking them (each skipped term adds +0): a report past the window
+        // costs n·w, not n²/2, and every bit stays.
         const std::size_t klen = causal ? qb + rb + R : n;
-        const std::size_t kend = up(klen);
-        scores(R, in.qkv + (qb + rb) * ld + in.q_col[h], ld, ktp, np, dk, a + rb * np, kend);
+        const std::size_t kend = up(klen), kb = first_visible_key(in.config, qb + rb) / KP * KP;
+        scores(R, in.qkv + (qb + rb) * ld + in.q_col[h], ld, ktp, np, dk, a + rb * np, kb, kend);
         for (std::size_t r = rb; r < rb + R; ++r) {
           const std::size_t q = qb + r;
           const std::size_t len = causal ? q + 1 : n, lv = up(len);
-          float* s = a + r * np;
+          float* s = a + r * np;  // [0, kb) not computed: never read below
           for (std::size_t k = len; k < lv; ++k) s[k] = neg_inf;
-          // A sliding window: the keys before it masked like padding (exactly 0 after the softmax).
-          for (std::size_t k = 0, from = first_visible_key(in.config, q); k < from; ++k) s[k] = neg_inf;
+          for (std::size_t k = kb, from = first_visible_key(in.config, q); k < from; ++k) s[k] = neg_inf;
           float* cx = rctx + r;
+          float* sk = s + kb;
+          const float* axk = ax + kb;
           switch (C) {
-            case 0: softmax_row<0>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;
-            case 1: softmax_row<1>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;
-            case 2: softmax_row<2>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;
-            case 3: softmax_row<3>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;
-            case 4: softmax_row<4>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;
-            default: softmax_row<kAnyC>(s, lv, scale, ax, np, C, cx, tqp, rz[r], rt[r]); break;
+            case 0: softmax_row<0>(sk, lv - kb, scale, axk, np, C, cx, tqp, rz[r], rt[r]); break;
+            case 1: softmax_row<1>(sk, lv - kb, scale, axk, np, C, cx, tqp, rz[r], rt[r]); break;
+            case 2: softmax_row<2>(sk, lv - kb, scale, axk, np, C, cx, tqp, rz[r], rt[r]); break;
+            case 3: softmax_row<3>(sk, lv - kb, scale, axk, np, C, cx, tqp, rz[r], rt[r]); break;
+            case 4: softmax_row<4>(sk, lv - kb, scale, axk, np, C, cx, tqp, rz[r], rt[r]); break;
+            default: softmax_row<kAnyC>(sk, lv - kb, scale, axk, np, C, cx, tqp, rz[r], rt[r]); break;
           }
           for (std::size_t k = lv; k < kend; ++k) s[k] = 0.0f;  // A·V of the block reads up to klen
           rinv[r] = 1.0f / rz[r];  // the max element is e^0 = 1: the confidence
           rself[r] = s[q];
-          rprev[r] = q ? s[q - 1] : 0.0f;
-          rfirst[r] = s[0];
+          rprev[r] = q && q - 1 >= kb ? s[q - 1] : 0.0f;
+          rfirst[r] = kb ? 0.0f : s[0];
           if (out.maps) {
             float* m = out.maps + (h * nq + t0 + r) * n;
-            for (std::size_t k = 0; k < len; ++k) m[k] = s[k];
+            for (std::size_t k = 0; k < kb; ++k) m[k] = 0.0f;
+            for (std::size_t k = kb; k < len; ++k) m[k] = s[k];
             for (std::size_t k = len; k < n; ++k) m[k] = 0.0f;
           }
         }
         if (!dvp) continue;  // a head without values (AttentionPlan's baseline): its map only
         float* o = op + rb * dvp;
-        av(R, a + rb * np, np, v, dvp, klen, o, dvp);
+        av(R, a + rb * np + kb, np, v + kb * dvp, dvp, klen - kb, o, dvp);
         for (std::size_t r = 0; r < R; ++r) onorm[h] += dot(o + r * dvp, o + r * dvp, dvp);
       }
       // The tile's entropies (one vector log for W rows), then its rows' stats summed in f64.
@@ -204,11 +210,13 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
           double dist = 0, ents = 0;
           for (std::size_t r = 0; r < rows; ++r) {
             const std::size_t lv = up(causal ? qb + r + 1 : n);
+            // From the row's first visible key down to a vector: its block's softmax wrote 0 there.
+            const std::size_t kr = first_visible_key(in.config, qb + r) / W * W;
             const float* ai = at + (i * tq + r) * np;
             const float* aj = at + (j * tq + r) * np;
             // H(M) = -Σ m log m, m = s/2, s = p + q: = (ln2 Σ s - Σ s log s) / 2 = ln2 - Σ s log s / 2
             // (Σ s = 2 up to the rounding of the probabilities, ~n·u: within the tolerance).
-            for (std::size_t k = 0; k < lv; k += W) {
+            for (std::size_t k = kr; k < lv; k += W) {
               const B x = B::load_aligned(ai + k), y = B::load_aligned(aj + k);
               const B sk = x + y;
               js = fmadd(sk, log_pos(xsimd::max(sk, tiny)), js);

@@ -38,20 +38,20 @@ inline void AK<A>::score_tile(const float* q, std::size_t ldq, const float* kt, 
 template <class A>
 template <std::size_t R>
 inline void AK<A>::scores_rows(const float* q, std::size_t ldq, const float* kt, std::size_t np, std::size_t dk,
-                               float* s, std::size_t kend) noexcept {
-  std::size_t k0 = 0;
+                               float* s, std::size_t kbeg, std::size_t kend) noexcept {
+  std::size_t k0 = kbeg;
   for (; k0 + NV * W <= kend; k0 += NV * W) score_tile<R, NV>(q, ldq, kt, np, dk, s, k0);
   if (k0 < kend) score_tile<R, 1>(q, ldq, kt, np, dk, s, k0);  // kend - k0 < KP: one vector
 }
 
-/// Scores of `rows` (<= MR) query rows over keys [0, kend), kend a multiple of W.
+/// Scores of `rows` (<= MR) query rows over keys [kbeg, kend), kbeg a multiple of KP, kend of W.
 template <class A>
 template <std::size_t R>
 inline void AK<A>::scores(std::size_t rows, const float* q, std::size_t ldq, const float* kt, std::size_t np,
-                          std::size_t dk, float* s, std::size_t kend) noexcept {
+                          std::size_t dk, float* s, std::size_t kbeg, std::size_t kend) noexcept {
   if constexpr (R > 1)
-    if (rows < R) return scores<R - 1>(rows, q, ldq, kt, np, dk, s, kend);
-  scores_rows<R>(q, ldq, kt, np, dk, s, kend);
+    if (rows < R) return scores<R - 1>(rows, q, ldq, kt, np, dk, s, kbeg, kend);
+  scores_rows<R>(q, ldq, kt, np, dk, s, kbeg, kend);
 }
 
 /// o[r][d0 + j·W ..] = Σ_{k < klen} a[r][k] v[k][d0 + j·W ..] for R rows and V value vectors, klen >= 1.

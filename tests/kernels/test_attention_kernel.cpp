@@ -259,7 +259,7 @@ TEST_CASE("an empty report gives zeros", "[attention]") {
 TEST_CASE("a sliding window: query q weighs exactly its last W keys, as transformers masks them", "[attention]") {
   AttentionScratch scratch;
   std::uint64_t seed = 700;
-  for (std::uint32_t n : {1u, 4u, 9u, 33u})
+  for (std::uint32_t n : {1u, 4u, 9u, 33u, 100u})  // 100: keys skipped a whole K^T panel at a time
     for (std::uint32_t window : {1u, 4u, 8u}) {
       const Case c = make_case(n, 2, 5, 4, 3, 3, 1, {QueryMode::all, 0, MaskKind::causal, window}, seed++, 1);
       for (auto level : levels_under_test()) {
