@@ -102,7 +102,7 @@ int tokenize_cmd(const TokenizeArgs& t) {
       try {
         j = nlohmann::json::parse(line);
       } catch (const nlohmann::json::exception& err) {
-        throw InputError(in_name, line_no, "", std::string("not valid JSON (") + err.what() + ")");
+        throw InputError(in_name, line_no, "", "not valid JSON (" + json_error_text(err.what()) + ")");
       }
       if (!j.is_object() || !j.contains("text") || !j["text"].is_string())
         throw InputError(in_name, line_no, "", "expected an object with a string \"text\"");

@@ -21,6 +21,7 @@
 #include "kernels/attention_simd.hpp"
 #include "kernels/gelu.hpp"
 #include "model/weights.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep {
 namespace {
@@ -37,7 +38,7 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    throw Error(file + ": not valid JSON (" + e.what() + ")");
+    throw Error(file + ": not valid JSON (" + json_error_text(e.what()) + ")");
   }
   if (!j.is_object()) throw Error(file + ": expected a JSON object");
   const std::string type = json_str(j, "model_type", file, "");

@@ -11,6 +11,7 @@
 #include "headsep/bert.hpp"
 #include "headsep/error.hpp"
 #include "model/tokenizer_json.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep {
 namespace {
@@ -34,7 +35,7 @@ json parse_object(const std::string& text, const fs::path& p) {
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    throw Error(p.string() + ": not valid JSON (" + e.what() + ")");
+    throw Error(p.string() + ": not valid JSON (" + json_error_text(e.what()) + ")");
   }
   if (!j.is_object()) throw Error(p.string() + ": expected a JSON object");
   return j;

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "headsep/finite.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep {
 
@@ -177,7 +178,7 @@ json parse_header(const SafeTensors& st, const std::byte* bytes, std::uint64_t n
   try {
     header = json::parse(h, h + n, cb);
   } catch (const json::exception& e) {
-    throw st.error({}, std::string("invalid JSON header: ") + e.what());
+    throw st.error({}, "invalid JSON header: " + json_error_text(e.what()));
   }
   if (!header.is_object()) throw st.error({}, "header is not a JSON object");
   if (!duplicate.empty()) throw st.error(duplicate, "appears twice in the header");

@@ -10,6 +10,7 @@
 #include "headsep/error.hpp"
 #include "headsep/tokenizer.hpp"
 #include "model/bpe_tokenizer.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep {
 namespace tokjson {
@@ -270,6 +271,8 @@ json parse(std::string_view bytes, const std::string& name) {
     std::string what = e.what();
     if (const auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
     throw Error(name + ":" + std::to_string(line) + ":" + std::to_string(col) + ": not valid JSON (" + what + ")");
+  } catch (const json::exception& e) {  // out_of_range 406: a number past double's range (1e999)
+    throw Error(name + ": not valid JSON (" + json_error_text(e.what()) + ")");
   }
   if (!j.is_object()) throw Error(name + ": expected a JSON object");
   return j;

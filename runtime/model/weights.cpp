@@ -9,6 +9,7 @@
 #include "headsep/bert.hpp"
 #include "headsep/error.hpp"
 #include "kernels/attention_simd.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep {
 namespace model {
@@ -50,7 +51,7 @@ json read_object(const std::filesystem::path& path, const std::string& missing) 
   try {
     j = json::parse(ss.str());
   } catch (const json::exception& e) {
-    throw Error(file + ": not valid JSON (" + e.what() + ")");
+    throw Error(file + ": not valid JSON (" + json_error_text(e.what()) + ")");
   }
   if (!j.is_object()) throw Error(file + ": expected a JSON object");
   return j;

@@ -292,4 +292,11 @@ std::string printable(std::string_view s, std::size_t limit) {
   return out;
 }
 
+std::string json_error_text(const char* what) {
+  std::string_view w(what);
+  if (w.substr(0, 16) == "[json.exception.")
+    if (const auto p = w.find("] "); p != std::string_view::npos) w.remove_prefix(p + 2);
+  return printable(w, 160);
+}
+
 }  // namespace headsep

@@ -29,6 +29,10 @@ void append_csv_field(std::string& out, std::string_view s);
 /// boundary) with "... (N bytes)" saying how long it was.
 std::string printable(std::string_view s, std::size_t limit = 2000);
 
+/// A JSON parser's message for a user's eyes: nlohmann's "[json.exception.…] " prefix dropped,
+/// printable() and cut short (a number past double's range is quoted whole in the message).
+std::string json_error_text(const char* what);
+
 /// Appends code point `c` (< 0x110000) as UTF-8.
 void append_utf8(std::string& out, std::uint32_t c);
 
