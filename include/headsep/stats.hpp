@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "headsep/kernels.hpp"
+
 namespace headsep {
 
 /// @brief Count, mean, population variance, min and max without storing values, so summaries of
@@ -84,8 +86,10 @@ class QuantileSketch {
   /// @brief Finite x only (any sign, zero allowed); @throws std::domain_error otherwise.
   void add(double x);
   /// @brief Adds n values at once (the engine's per-batch rows): one finiteness check and
-  /// one mode check for the whole row. Same result as n calls of add().
+  /// one mode check for the whole row, the buckets found `level`'s vectors at a time
+  /// (default_level() without it). Same result as n calls of add(), at every level.
   void add(const double* x, std::size_t n);
+  void add(const double* x, std::size_t n, SimdLevel level);
   /// @throws std::invalid_argument when the bucket layouts (relative accuracies) differ.
   void merge(const QuantileSketch& other);
   uint64_t count() const noexcept { return n_; }

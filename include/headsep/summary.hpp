@@ -15,6 +15,7 @@ struct SummaryOptions {
   std::size_t top_k = 10;             ///< reports with the largest head_separation, per scenario
   std::size_t histogram_bins = 20;    ///< equal-width bins of head_separation between min and max
   double relative_accuracy = 0.005;   ///< quantile sketch accuracy once a scenario exceeds 4096 reports
+  SimdLevel simd = SimdLevel::scalar;  ///< the sketches' bucket arithmetic (the run's level; same result at each)
 };
 
 /// Count, mean, standard deviation, min, max, quantiles (p01, p10, p50, p90, p99) of

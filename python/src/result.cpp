@@ -21,7 +21,7 @@ namespace headsep::python {
 
 std::unique_ptr<RunResult> RunResult::open(job::JobArgs args, RunInfo info, bool rows, bool report) {
   auto r = std::make_unique<RunResult>();
-  r->summary = std::make_unique<Summary>(info, SummaryOptions{args.top, args.bins, 0.005});
+  r->summary = std::make_unique<Summary>(info, SummaryOptions{args.top, args.bins, 0.005, job::run_options(args).simd});
   if (report) {
     report::Limits limits;
     limits.map_reports = args.top;

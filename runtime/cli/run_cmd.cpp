@@ -178,7 +178,7 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
   // The table is the answer when no rows were asked for, or alongside --summary/--per-report.
   const bool table = !rows_to_stdout && !a.quiet && (a.output.empty() || !a.summary.empty() || !a.per_report.empty());
   if (!a.summary.empty() || table || report || after) {
-    summary = std::make_unique<Summary>(info, SummaryOptions{a.top, a.bins, 0.005});
+    summary = std::make_unique<Summary>(info, SummaryOptions{a.top, a.bins, 0.005, opt.simd});
     sinks.push_back(summary.get());
   }
   ProfileRun prof(a);  // --profile / --trace (runtime/profile/)

@@ -262,7 +262,7 @@ std::unique_ptr<EngineJob> ScalingJob::open_job(unsigned n) {
   shape.attention = info.attention, shape.axis_names = info.axis_names, shape.heads = info.heads;
   shape.plugins = s.plugins;
   if (info.attention && a_.chunk == 0) j->opt.chunk_reports = attention_chunk(s.source->schema());  // as execute() does
-  j->summary.emplace(info, SummaryOptions{a_.top, a_.bins, 0.005});
+  j->summary.emplace(info, SummaryOptions{a_.top, a_.bins, 0.005, j->opt.simd});
   if (o_.check == "all") j->hash = prof::make_metric_hash(j->point.metrics_hash);
   j->opt.profiler = &j->profiler;
   return j;

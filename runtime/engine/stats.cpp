@@ -1,5 +1,6 @@
 #include "headsep/stats.hpp"
 
+#include "kernels/metrics_simd.hpp"
 #include "support/float_bits.hpp"
 
 #include <algorithm>
@@ -11,7 +12,7 @@ namespace headsep {
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 /// Magnitudes below this count as zero: keeps every indexed value a normal double.
-constexpr double kZeroThreshold = 1e-300;
+constexpr double kZeroThreshold = kernels::kSketchZero;
 __extension__ typedef unsigned __int128 u128;
 }  // namespace
 
@@ -164,7 +165,9 @@ void QuantileSketch::add(double x) {
   if (x > max_) max_ = x;
 }
 
-void QuantileSketch::add(const double* x, std::size_t n) {
+void QuantileSketch::add(const double* x, std::size_t n) { add(x, n, default_level()); }
+
+void QuantileSketch::add(const double* x, std::size_t n, SimdLevel level) {
   // Finiteness by integer bits (float_bits.hpp), and the extremes in four independent chains (one
   // chain of minsd/maxsd costs its latency per value). The order of comparisons cannot change a
   // non-zero extreme (equal non-zero doubles have equal bits); a zero extreme takes the first zero
@@ -200,34 +203,35 @@ void QuantileSketch::add(const double* x, std::size_t n) {
   if (subdivisions_ >= 4096) {  // the index product may pass 2^64: the general path
     for (; i < n; ++i) sketch_add(x[i]);
   } else {
-    // sketch_add inlined: each store's range in locals (reloaded only when a store grows), the
-    // store picked by the sign bit rather than a branch (difference metrics change sign at
-    // random), and the index's product in 64 bits (mantissa < 2^52, N < 2^12).
+    // The buckets' keys a block at a time (kernels::bucket_keys: the index arithmetic in vectors),
+    // then one increment each: each store's range in locals (reloaded only when a store grows),
+    // the store picked by the key's low bits rather than a branch (difference metrics change sign
+    // at random); zeros count in a third one-counter "store".
     Store* const store[2] = {&positive_, &negative_};
-    int64_t off[2], size[2];
-    uint64_t* data[2];
+    uint64_t zeros = 0;
+    int64_t off[3] = {0, 0, 0}, size[3] = {0, 0, 1};
+    uint64_t* data[3] = {nullptr, nullptr, &zeros};
     const auto bind = [&](std::size_t s) {
       off[s] = store[s]->offset, size[s] = static_cast<int64_t>(store[s]->counts.size()), data[s] = store[s]->counts.data();
     };
     bind(0), bind(1);
-    const int64_t N = subdivisions_;
-    uint64_t zeros = 0;
-    for (; i < n; ++i) {
-      const uint64_t u = std::bit_cast<uint64_t>(x[i]);
-      const uint64_t mag = u & ~(uint64_t(1) << 63);
-      if (std::bit_cast<double>(mag) < kZeroThreshold) {
-        ++zeros;
-        continue;
+    constexpr std::size_t kBlock = 512;
+    int64_t key[kBlock];
+    while (i < n) {
+      const std::size_t m = std::min(kBlock, n - i);
+      kernels::bucket_keys(x + i, m, subdivisions_, key, level);
+      for (std::size_t j = 0; j < m; ++j) {
+        const auto s = static_cast<std::size_t>(key[j] & 3);
+        const int64_t index = key[j] >> 2;  // floor: the key is 4 * index + s
+        const int64_t pos = index - off[s];
+        if (static_cast<uint64_t>(pos) < static_cast<uint64_t>(size[s])) {
+          ++data[s][pos];
+        } else {
+          store[s]->add(static_cast<int32_t>(index), 1);
+          bind(s);
+        }
       }
-      const std::size_t s = u >> 63;
-      const int64_t index = (int64_t(mag >> 52) - 1023) * N + int64_t(((mag & ((uint64_t(1) << 52) - 1)) * uint64_t(N)) >> 52);
-      const int64_t pos = index - off[s];
-      if (static_cast<uint64_t>(pos) < static_cast<uint64_t>(size[s])) {
-        ++data[s][pos];
-      } else {
-        store[s]->add(static_cast<int32_t>(index), 1);
-        bind(s);
-      }
+      i += m;
     }
     zero_count_ += zeros;
   }

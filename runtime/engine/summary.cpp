@@ -77,7 +77,7 @@ void Summary::prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& part
     Partial::Slot slot;
     for (std::size_t k = 0; k < n_metrics; ++k) {
       QuantileSketch s(opt_.relative_accuracy, capacity);
-      s.add(metric_row(m, k), m.n);
+      s.add(metric_row(m, k), m.n, opt_.simd);
       slot.sketches.push_back(std::move(s));
     }
     slot.top = TopK(opt_.top_k);

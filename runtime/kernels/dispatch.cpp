@@ -1,5 +1,7 @@
 // Chooses a kernel level at run time. HEADSEP_SIMD forces one (tests, bug reports).
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstdlib>
 
 #include "support/float_bits.hpp"
@@ -131,6 +133,37 @@ bool kernels::valid_weights(const double* w, std::size_t n, SimdLevel level) {
   std::uint64_t acc = 0;
   for (std::size_t t = 0; t < n; ++t) acc |= detail::nonfinite_bit(w[t]) | detail::negative_bit(w[t]);
   return !(acc >> 63);
+}
+
+namespace {
+// The scalar reference of bucket_keys; also the vector kernels' tail.
+void bucket_keys_scalar(const double* x, std::size_t n, std::int64_t N, std::int64_t* key) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto u = std::bit_cast<std::uint64_t>(x[i]);
+    const std::uint64_t mag = u & ~(std::uint64_t(1) << 63);
+    if (std::bit_cast<double>(mag) < kernels::kSketchZero) {
+      key[i] = 2;
+      continue;
+    }
+    // mantissa < 2^52 and N < 2^12: the product fits in 64 bits.
+    const auto sub = static_cast<std::int64_t>(((mag & ((std::uint64_t(1) << 52) - 1)) * std::uint64_t(N)) >> 52);
+    key[i] = ((static_cast<std::int64_t>(mag >> 52) - 1023) * N + sub) * 4 + static_cast<std::int64_t>(u >> 63);
+  }
+}
+}  // namespace
+
+void kernels::bucket_keys(const double* x, std::size_t n, std::int64_t subdivisions, std::int64_t* key, SimdLevel level) {
+  require_supported(level);
+  std::size_t done = 0;
+#if HEADSEP_KERNELS_X86
+  switch (level) {
+    case SimdLevel::scalar: break;
+    case SimdLevel::sse2: done = kernels::metrics_kernel<xsimd::sse2>{}.bucket_keys(x, n, subdivisions, key); break;
+    case SimdLevel::avx2: done = kernels::metrics_kernel<kernels::fma3_avx2>{}.bucket_keys(x, n, subdivisions, key); break;
+    case SimdLevel::avx512: done = kernels::metrics_kernel<xsimd::avx512bw>{}.bucket_keys(x, n, subdivisions, key); break;
+  }
+#endif
+  bucket_keys_scalar(x + done, n - done, subdivisions, key + done);
 }
 
 void compute_metrics(const KernelArgs<double>& a, SimdLevel level) { run_level(a, level, {}); }

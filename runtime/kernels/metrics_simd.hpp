@@ -4,6 +4,7 @@
 // AVX code is ever generated in a translation unit that runs before the CPU check.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include <xsimd/xsimd.hpp>
 
@@ -47,6 +48,8 @@ struct metrics_kernel {
   std::size_t operator()(const KernelArgs<float>& a, Strategy how = Strategy::automatic) const;
   /// True when w[0, n) are all finite and >= 0 (-0.0 included): the engine's weight check.
   bool valid_weights(const double* w, std::size_t n) const noexcept;
+  /// bucket_keys for a prefix [0, m) of x, m a multiple of the vector width; returns m.
+  std::size_t bucket_keys(const double* x, std::size_t n, std::int64_t subdivisions, std::int64_t* key) const noexcept;
 };
 
 using fma3_avx2 = xsimd::fma3<xsimd::avx2>;
@@ -66,6 +69,16 @@ void require_supported(SimdLevel level);
 /// True when w[0, n) are all finite and >= 0 (-0.0 included), at `level` (the scalar reference
 /// tests the bits: float_bits.hpp). Every level gives the same answer.
 bool valid_weights(const double* w, std::size_t n, SimdLevel level);
+
+/// |x| below this counts as zero in a QuantileSketch (its zero bucket).
+inline constexpr double kSketchZero = 1e-300;
+
+/// QuantileSketch's bucket of each finite x[i] (headsep/stats.hpp), as key[i] = 4 * index + store:
+/// store 0 for x > 0 and 1 for x < 0, index = the bucket of |x| with `subdivisions` (N, 1 <= N <
+/// 4096) equal-width buckets per binary octave — (exponent - 1023) * N + floor(mantissa * N / 2^52)
+/// —; key 2 (store 2, index 0) for |x| < kSketchZero. Integer arithmetic: every level gives the
+/// same keys.
+void bucket_keys(const double* x, std::size_t n, std::int64_t subdivisions, std::int64_t* key, SimdLevel level);
 
 /// Longest uniform length the in-register de-interleave (Strategy::shuffle) handles.
 inline constexpr std::size_t kShuffleMax = 8;

@@ -14,6 +14,10 @@
 //   horizontal sum: not bit-identical, within the tolerance stated in tests/kernels.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <immintrin.h>  // every level's intrinsics are declared; bucket_keys uses its own level's only
 
 #include "kernels/metrics_simd_k.hpp"
 #include "kernels/metrics_simd_ragged.hpp"
@@ -37,6 +41,68 @@ bool metrics_kernel<Arch>::valid_weights(const double* w, std::size_t n) const n
   bool good = xsimd::all(ok);
   for (; i < n; ++i) good = good && w[i] >= 0.0 && w[i] <= 1.7976931348623157e308;
   return good;
+}
+
+template <class Arch>
+std::size_t metrics_kernel<Arch>::bucket_keys(const double* x, std::size_t n, std::int64_t N, std::int64_t* key) const noexcept {
+  // The scalar reference's integer steps, W lanes at a time. floor(m N / 2^52) for the 52-bit
+  // mantissa m needs a 64-bit product, which x86 lacks below AVX-512DQ; with m = h 2^20 + l
+  // (h < 2^32, l < 2^20) and the 32 x 32 -> 64 multiply: floor((h N + floor(l N / 2^20)) / 2^32).
+  // Zero and sign by double compares (x is finite): |x| < kSketchZero, x < 0 (-0.0 is a zero).
+  constexpr std::int64_t kMant = (std::int64_t(1) << 52) - 1, kAbs = ~(std::int64_t(1) << 63);
+  const std::int64_t bias = 1023 * N;
+  std::size_t i = 0;
+  if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
+    const __m512i vn = _mm512_set1_epi64(N), mant = _mm512_set1_epi64(kMant), low = _mm512_set1_epi64((1 << 20) - 1);
+    const __m512i abs = _mm512_set1_epi64(kAbs), vbias = _mm512_set1_epi64(bias);
+    const __m512d zero = _mm512_set1_pd(kSketchZero);
+    for (; i + 8 <= n; i += 8) {
+      const __m512d v = _mm512_loadu_pd(x + i);
+      const __m512i mag = _mm512_and_si512(_mm512_castpd_si512(v), abs), m = _mm512_and_si512(mag, mant);
+      const __m512i hi = _mm512_mul_epu32(_mm512_srli_epi64(m, 20), vn);
+      const __m512i lo = _mm512_srli_epi64(_mm512_mul_epu32(_mm512_and_si512(m, low), vn), 20);
+      const __m512i sub = _mm512_srli_epi64(_mm512_add_epi64(hi, lo), 32);
+      const __m512i index = _mm512_sub_epi64(_mm512_add_epi64(_mm512_mul_epu32(_mm512_srli_epi64(mag, 52), vn), sub), vbias);
+      __m512i k = _mm512_slli_epi64(index, 2);
+      k = _mm512_mask_add_epi64(k, _mm512_cmp_pd_mask(v, _mm512_setzero_pd(), _CMP_LT_OQ), k, _mm512_set1_epi64(1));
+      k = _mm512_mask_blend_epi64(_mm512_cmp_pd_mask(_mm512_castsi512_pd(mag), zero, _CMP_LT_OQ), k, _mm512_set1_epi64(2));
+      _mm512_storeu_si512(key + i, k);
+    }
+  } else if constexpr (std::is_base_of_v<xsimd::avx2, Arch>) {
+    const __m256i vn = _mm256_set1_epi64x(N), mant = _mm256_set1_epi64x(kMant), low = _mm256_set1_epi64x((1 << 20) - 1);
+    const __m256i abs = _mm256_set1_epi64x(kAbs), vbias = _mm256_set1_epi64x(bias), one = _mm256_set1_epi64x(1);
+    const __m256d zero = _mm256_set1_pd(kSketchZero);
+    for (; i + 4 <= n; i += 4) {
+      const __m256d v = _mm256_loadu_pd(x + i);
+      const __m256i mag = _mm256_and_si256(_mm256_castpd_si256(v), abs), m = _mm256_and_si256(mag, mant);
+      const __m256i hi = _mm256_mul_epu32(_mm256_srli_epi64(m, 20), vn);
+      const __m256i lo = _mm256_srli_epi64(_mm256_mul_epu32(_mm256_and_si256(m, low), vn), 20);
+      const __m256i sub = _mm256_srli_epi64(_mm256_add_epi64(hi, lo), 32);
+      const __m256i index = _mm256_sub_epi64(_mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(mag, 52), vn), sub), vbias);
+      const __m256i neg = _mm256_castpd_si256(_mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_LT_OQ));
+      const __m256i k = _mm256_add_epi64(_mm256_slli_epi64(index, 2), _mm256_and_si256(neg, one));
+      const __m256i is_zero = _mm256_castpd_si256(_mm256_cmp_pd(_mm256_castsi256_pd(mag), zero, _CMP_LT_OQ));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(key + i), _mm256_blendv_epi8(k, _mm256_set1_epi64x(2), is_zero));
+    }
+  } else {
+    const __m128i vn = _mm_set1_epi64x(N), mant = _mm_set1_epi64x(kMant), low = _mm_set1_epi64x((1 << 20) - 1);
+    const __m128i abs = _mm_set1_epi64x(kAbs), vbias = _mm_set1_epi64x(bias), one = _mm_set1_epi64x(1), two = _mm_set1_epi64x(2);
+    const __m128d zero = _mm_set1_pd(kSketchZero);
+    for (; i + 2 <= n; i += 2) {
+      const __m128d v = _mm_loadu_pd(x + i);
+      const __m128i mag = _mm_and_si128(_mm_castpd_si128(v), abs), m = _mm_and_si128(mag, mant);
+      const __m128i hi = _mm_mul_epu32(_mm_srli_epi64(m, 20), vn);
+      const __m128i lo = _mm_srli_epi64(_mm_mul_epu32(_mm_and_si128(m, low), vn), 20);
+      const __m128i sub = _mm_srli_epi64(_mm_add_epi64(hi, lo), 32);
+      const __m128i index = _mm_sub_epi64(_mm_add_epi64(_mm_mul_epu32(_mm_srli_epi64(mag, 52), vn), sub), vbias);
+      const __m128i neg = _mm_castpd_si128(_mm_cmplt_pd(v, _mm_setzero_pd()));
+      const __m128i k = _mm_add_epi64(_mm_slli_epi64(index, 2), _mm_and_si128(neg, one));
+      const __m128i is_zero = _mm_castpd_si128(_mm_cmplt_pd(_mm_castsi128_pd(mag), zero));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(key + i),
+                       _mm_or_si128(_mm_andnot_si128(is_zero, k), _mm_and_si128(is_zero, two)));
+    }
+  }
+  return i;
 }
 
 template <class Arch>

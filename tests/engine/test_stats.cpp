@@ -339,7 +339,7 @@ TEST_CASE("adding a row at once equals adding value by value", "[stats]") {
   CHECK_THROWS_AS(s.add(bad, 2), std::domain_error);
 }
 
-TEST_CASE("a row at once keeps the bits of min, max and buckets: signed zeros, tails, both index paths", "[stats]") {
+TEST_CASE("a row at once keeps the bits of min, max and buckets at every SIMD level: signed zeros, tails, both index paths", "[stats]") {
   const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
   std::mt19937_64 g(11);
   std::normal_distribution<double> nd(0, 5);
@@ -356,13 +356,18 @@ TEST_CASE("a row at once keeps the bits of min, max and buckets: signed zeros, t
                  : shape == 2 ? (g() % 5 == 0 ? (g() % 2 ? 1e-310 : -0.0) : r)
                               : r;
         }
-        QuantileSketch one(accuracy, 0), many(accuracy, 0);
+        QuantileSketch one(accuracy, 0);
         for (double x : v) one.add(x);
-        many.add(v.data(), v.size());
-        INFO("accuracy " << accuracy << ", shape " << shape << ", n " << n);
-        CHECK(bits(one.min()) == bits(many.min()));
-        CHECK(bits(one.max()) == bits(many.max()));
-        for (double q : kQs) CHECK(bits(one.quantile(q)) == bits(many.quantile(q)));
+        for (auto level : supported_levels()) {  // the row's buckets found by each level's vectors
+          QuantileSketch many(accuracy, 0);
+          many.add(v.data(), v.size(), level);
+          INFO("accuracy " << accuracy << ", shape " << shape << ", n " << n << ", " << to_string(level));
+          CHECK(one.count() == many.count());
+          CHECK(bits(one.min()) == bits(many.min()));
+          CHECK(bits(one.max()) == bits(many.max()));
+          for (double q : kQs) CHECK(bits(one.quantile(q)) == bits(many.quantile(q)));
+          for (int k = 0; k <= 400; ++k) CHECK(bits(one.quantile(k / 400.0)) == bits(many.quantile(k / 400.0)));
+        }
       }
     }
   }

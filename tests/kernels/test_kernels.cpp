@@ -385,6 +385,55 @@ TEST_CASE("weight validation: every level agrees with the scalar bit test (finit
   CHECK(checked > 800);
 }
 
+TEST_CASE("sketch bucket keys: every level equals the scalar reference, which follows the definition", "[kernels]") {
+  const double dmax = std::numeric_limits<double>::max(), dmin = std::numeric_limits<double>::min();
+  const double special[] = {0.0, -0.0, 1e-300, -1e-300, 1.0000000000000001e-300, 9.99e-301, -9.99e-301,
+                            std::numeric_limits<double>::denorm_min(), dmin, -dmin, 1.0, -1.0, 2.0, 0.5, 1.5,
+                            std::nextafter(2.0, 0.0), std::nextafter(1.0, 2.0), dmax, -dmax, 1e300, -3.75};
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> nd(0, 3);
+  std::size_t checked = 0;
+  for (std::int64_t N : {1, 2, 7, 100, 4095}) {
+    // The definition, on values whose bucket is known: 2^e (first bucket of octave e), and
+    // 2^e (1 + k/N) (first value of sub-bucket k).
+    for (int e : {-990, -3, 0, 1, 1023}) {  // 2^-990 ~ 1e-298: above the zero bucket
+      for (std::int64_t k : {std::int64_t(0), N / 2, N - 1}) {
+        const double x = std::ldexp(1.0 + double(k) / double(N), e);
+        // (1 + k/N) rounds to the nearest double: its bucket is k or, rounded down, k - 1.
+        std::int64_t key = 0, neg = 0;
+        kernels::bucket_keys(&x, 1, N, &key, SimdLevel::scalar);
+        const double mx = -x;
+        kernels::bucket_keys(&mx, 1, N, &neg, SimdLevel::scalar);
+        INFO("N " << N << " e " << e << " k " << k);
+        CHECK((key & 3) == 0);
+        CHECK((neg & 3) == 1);
+        CHECK((neg >> 2) == (key >> 2));
+        const std::int64_t index = key >> 2;
+        CHECK((index == e * N + k || index == e * N + k - 1));
+        if (k == 0) CHECK(index == e * N);
+      }
+    }
+    for (std::size_t n = 0; n <= 70; ++n) {
+      std::vector<double> x(n);
+      for (auto& v : x)
+        v = rng() % 4 == 0 ? special[rng() % std::size(special)] : std::ldexp(nd(rng), int(rng() % 40) - 20);
+      std::vector<std::int64_t> expect(n, -7);
+      kernels::bucket_keys(x.data(), n, N, expect.data(), SimdLevel::scalar);
+      for (std::size_t i = 0; i < n; ++i)
+        if (std::fabs(x[i]) < kernels::kSketchZero) CHECK(expect[i] == 2);
+      for (auto level : levels_under_test()) {
+        std::vector<std::int64_t> got(n + 1, -7);  // one past the end: must stay untouched
+        kernels::bucket_keys(x.data(), n, N, got.data(), level);
+        INFO(to_string(level) << " N " << N << " n " << n);
+        CHECK(std::equal(expect.begin(), expect.end(), got.begin()));
+        CHECK(got[n] == -7);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked >= 5 * 71);
+}
+
 TEST_CASE("every built level is listed, unsupported levels fail with a clear error", "[kernels]") {
   const auto built = compiled_levels(), sup = supported_levels();
   REQUIRE(!built.empty());
