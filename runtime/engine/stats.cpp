@@ -1,7 +1,6 @@
 #include "headsep/stats.hpp"
 
 #include "kernels/metrics_simd.hpp"
-#include "support/float_bits.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -168,32 +167,18 @@ void QuantileSketch::add(double x) {
 void QuantileSketch::add(const double* x, std::size_t n) { add(x, n, default_level()); }
 
 void QuantileSketch::add(const double* x, std::size_t n, SimdLevel level) {
-  // Finiteness by integer bits (float_bits.hpp), and the extremes in four independent chains (one
-  // chain of minsd/maxsd costs its latency per value). The order of comparisons cannot change a
-  // non-zero extreme (equal non-zero doubles have equal bits); a zero extreme takes the first zero
-  // in sequence order (-0.0 vs +0.0), so that rare case runs the sequential loop.
-  uint64_t bad = 0;
-  double lo[4] = {min_, min_, min_, min_}, hi[4] = {max_, max_, max_, max_};
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (std::size_t k = 0; k < 4; ++k) {
-      bad |= detail::nonfinite_bit(x[i + k]);
-      lo[k] = std::min(lo[k], x[i + k]);
-      hi[k] = std::max(hi[k], x[i + k]);
-    }
-  for (; i < n; ++i) {
-    bad |= detail::nonfinite_bit(x[i]);
-    lo[0] = std::min(lo[0], x[i]);
-    hi[0] = std::max(hi[0], x[i]);
-  }
-  if (bad >> 63) throw std::domain_error("QuantileSketch::add: value must be finite");
-  double new_min = std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3]));
-  double new_max = std::max(std::max(hi[0], hi[1]), std::max(hi[2], hi[3]));
+  // Finiteness and the extremes in one vector pass (kernels::finite_extremes). The order of
+  // comparisons cannot change a non-zero extreme (equal non-zero doubles have equal bits); a zero
+  // extreme takes the first zero in sequence order (-0.0 vs +0.0), so that rare case runs the
+  // sequential loop.
+  double new_min = min_, new_max = max_;
+  if (!kernels::finite_extremes(x, n, new_min, new_max, level))
+    throw std::domain_error("QuantileSketch::add: value must be finite");
   if (new_min == 0.0 || new_max == 0.0) {
     new_min = min_, new_max = max_;
-    for (i = 0; i < n; ++i) new_min = std::min(new_min, x[i]), new_max = std::max(new_max, x[i]);
+    for (std::size_t k = 0; k < n; ++k) new_min = std::min(new_min, x[k]), new_max = std::max(new_max, x[k]);
   }
-  i = 0;
+  std::size_t i = 0;
   if (exact_) {
     const std::size_t take = std::min(n, capacity_ > values_.size() ? capacity_ - values_.size() : std::size_t(0));
     values_.insert(values_.end(), x, x + take);

@@ -166,6 +166,39 @@ void kernels::bucket_keys(const double* x, std::size_t n, std::int64_t subdivisi
   bucket_keys_scalar(x + done, n - done, subdivisions, key + done);
 }
 
+bool kernels::finite_extremes(const double* x, std::size_t n, double& lo, double& hi, SimdLevel level) {
+  require_supported(level);
+  std::size_t done = 0;
+  bool finite = true;
+#if HEADSEP_KERNELS_X86
+  switch (level) {
+    case SimdLevel::scalar: break;
+    case SimdLevel::sse2: done = kernels::metrics_kernel<xsimd::sse2>{}.finite_extremes(x, n, lo, hi, finite); break;
+    case SimdLevel::avx2: done = kernels::metrics_kernel<kernels::fma3_avx2>{}.finite_extremes(x, n, lo, hi, finite); break;
+    case SimdLevel::avx512: done = kernels::metrics_kernel<xsimd::avx512bw>{}.finite_extremes(x, n, lo, hi, finite); break;
+  }
+#endif
+  // The reference (and the tail): finiteness by integer bits, the extremes in four chains (one
+  // chain of minsd/maxsd costs its latency per value).
+  std::uint64_t bad = finite ? 0 : std::uint64_t(1) << 63;
+  double l[4] = {lo, lo, lo, lo}, h[4] = {hi, hi, hi, hi};
+  std::size_t i = done;
+  for (; i + 4 <= n; i += 4)
+    for (std::size_t k = 0; k < 4; ++k) {
+      bad |= detail::nonfinite_bit(x[i + k]);
+      l[k] = std::min(l[k], x[i + k]);
+      h[k] = std::max(h[k], x[i + k]);
+    }
+  for (; i < n; ++i) {
+    bad |= detail::nonfinite_bit(x[i]);
+    l[0] = std::min(l[0], x[i]);
+    h[0] = std::max(h[0], x[i]);
+  }
+  lo = std::min(std::min(l[0], l[1]), std::min(l[2], l[3]));
+  hi = std::max(std::max(h[0], h[1]), std::max(h[2], h[3]));
+  return !(bad >> 63);
+}
+
 void compute_metrics(const KernelArgs<double>& a, SimdLevel level) { run_level(a, level, {}); }
 void compute_metrics(const KernelArgs<float>& a, SimdLevel level) { run_level(a, level, {}); }
 

@@ -50,6 +50,8 @@ struct metrics_kernel {
   bool valid_weights(const double* w, std::size_t n) const noexcept;
   /// bucket_keys for a prefix [0, m) of x, m a multiple of the vector width; returns m.
   std::size_t bucket_keys(const double* x, std::size_t n, std::int64_t subdivisions, std::int64_t* key) const noexcept;
+  /// finite_extremes for a prefix [0, m) of x, m a multiple of the vector width; returns m.
+  std::size_t finite_extremes(const double* x, std::size_t n, double& lo, double& hi, bool& finite) const noexcept;
 };
 
 using fma3_avx2 = xsimd::fma3<xsimd::avx2>;
@@ -79,6 +81,11 @@ inline constexpr double kSketchZero = 1e-300;
 /// —; key 2 (store 2, index 0) for |x| < kSketchZero. Integer arithmetic: every level gives the
 /// same keys.
 void bucket_keys(const double* x, std::size_t n, std::int64_t subdivisions, std::int64_t* key, SimdLevel level);
+
+/// QuantileSketch::add's first look at a row: false when some x[i] is not finite; else lo =
+/// min(lo, x[0..n)), hi = max(hi, ...). Which zero an extreme of ±0 is depends on the level
+/// (the caller redoes that rare case in order); any other extreme has one bit pattern.
+bool finite_extremes(const double* x, std::size_t n, double& lo, double& hi, SimdLevel level);
 
 /// Longest uniform length the in-register de-interleave (Strategy::shuffle) handles.
 inline constexpr std::size_t kShuffleMax = 8;

@@ -106,6 +106,36 @@ std::size_t metrics_kernel<Arch>::bucket_keys(const double* x, std::size_t n, st
 }
 
 template <class Arch>
+std::size_t metrics_kernel<Arch>::finite_extremes(const double* x, std::size_t n, double& lo, double& hi,
+                                                  bool& finite) const noexcept {
+  // Four vectors per step, each its own min and max chain; |x| <= DBL_MAX is false for NaN and
+  // the infinities. After the loop, NaN (if any) has left min/max undefined, but then finite is false.
+  using B = xsimd::batch<double, Arch>;
+  constexpr std::size_t W = B::size;
+  if (n < 4 * W) return 0;
+  const B top(1.7976931348623157e308);
+  B l[4] = {B(lo), B(lo), B(lo), B(lo)}, h[4] = {B(hi), B(hi), B(hi), B(hi)};
+  auto ok = top >= top;
+  std::size_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W)
+    for (std::size_t k = 0; k < 4; ++k) {
+      const B v = B::load_unaligned(x + i + k * W);
+      ok = ok & (xsimd::abs(v) <= top);
+      l[k] = xsimd::min(l[k], v);
+      h[k] = xsimd::max(h[k], v);
+    }
+  finite = xsimd::all(ok);
+  alignas(64) double t[4 * W];
+  xsimd::min(xsimd::min(l[0], l[1]), xsimd::min(l[2], l[3])).store_aligned(t);
+  lo = t[0];
+  for (std::size_t j = 1; j < W; ++j) lo = t[j] < lo ? t[j] : lo;
+  xsimd::max(xsimd::max(h[0], h[1]), xsimd::max(h[2], h[3])).store_aligned(t);
+  hi = t[0];
+  for (std::size_t j = 1; j < W; ++j) hi = t[j] > hi ? t[j] : hi;
+  return i;
+}
+
+template <class Arch>
 std::size_t metrics_kernel<Arch>::operator()(const KernelArgs<double>& a, Strategy how) const {
   return simd_detail::K<Arch, double>::run(a, how);
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include "headsep/stats.hpp"
@@ -337,6 +338,18 @@ TEST_CASE("adding a row at once equals adding value by value", "[stats]") {
   QuantileSketch s;
   const double bad[] = {1.0, std::nan("")};
   CHECK_THROWS_AS(s.add(bad, 2), std::domain_error);
+  // A bad value deep in a long row, at every level: refused before anything is added.
+  for (auto level : supported_levels())
+    for (double b : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+      QuantileSketch t(0.005, 0);
+      t.add(v.data(), 100, level);
+      std::vector<double> row(v.begin(), v.begin() + 1000);
+      row[777] = b;
+      INFO(to_string(level));
+      CHECK_THROWS_AS(t.add(row.data(), row.size(), level), std::domain_error);
+      CHECK(t.count() == 100);
+      CHECK(t.max() == *std::max_element(v.begin(), v.begin() + 100));
+    }
 }
 
 TEST_CASE("a row at once keeps the bits of min, max and buckets at every SIMD level: signed zeros, tails, both index paths", "[stats]") {

@@ -434,6 +434,42 @@ TEST_CASE("sketch bucket keys: every level equals the scalar reference, which fo
   CHECK(checked >= 5 * 71);
 }
 
+TEST_CASE("row extremes and finiteness: every level equals the scalar reference", "[kernels]") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const double bad[] = {inf, -inf, nan, -nan};
+  const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+  std::mt19937_64 rng(23);
+  std::normal_distribution<double> nd(0, 3);
+  std::size_t checked = 0;
+  for (std::size_t n = 0; n <= 90; ++n)
+    for (int round = 0; round < 6; ++round) {
+      std::vector<double> x(n);
+      for (auto& v : x) v = nd(rng) * (rng() % 7 == 0 ? 1e300 : 1.0);
+      if (round % 2 && n) x[rng() % n] = bad[rng() % std::size(bad)];  // odd rounds: one bad value anywhere
+      const double lo0 = round < 4 ? std::numeric_limits<double>::infinity() : -0.5, hi0 = round < 4 ? -lo0 : 0.5;
+      double lo = lo0, hi = hi0;
+      const bool finite = kernels::finite_extremes(x.data(), n, lo, hi, SimdLevel::scalar);
+      CHECK(finite == !(round % 2 && n));
+      if (finite) {
+        double l = lo0, h = hi0;
+        for (double v : x) l = std::min(l, v), h = std::max(h, v);
+        CHECK(bits(lo) == bits(l));
+        CHECK(bits(hi) == bits(h));
+      }
+      for (auto level : levels_under_test()) {
+        double vlo = lo0, vhi = hi0;
+        INFO(to_string(level) << " n " << n << " round " << round);
+        CHECK(kernels::finite_extremes(x.data(), n, vlo, vhi, level) == finite);
+        if (finite) {
+          CHECK(bits(vlo) == bits(lo));
+          CHECK(bits(vhi) == bits(hi));
+        }
+        ++checked;
+      }
+    }
+  CHECK(checked >= 91 * 6);
+}
+
 TEST_CASE("every built level is listed, unsupported levels fail with a clear error", "[kernels]") {
   const auto built = compiled_levels(), sup = supported_levels();
   REQUIRE(!built.empty());
