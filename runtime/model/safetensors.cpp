@@ -59,7 +59,7 @@ std::uint64_t load_u64_le(const std::byte* p) {
   for (int i = 7; i >= 0; --i) v = (v << 8) | std::to_integer<std::uint64_t>(p[i]);
   return v;
 }
-std::uint32_t load_u32_le(const std::byte* p) {
+[[maybe_unused]] std::uint32_t load_u32_le(const std::byte* p) {  // big-endian hosts only (convert_to_f32)
   return std::to_integer<std::uint32_t>(p[0]) | std::to_integer<std::uint32_t>(p[1]) << 8 |
          std::to_integer<std::uint32_t>(p[2]) << 16 | std::to_integer<std::uint32_t>(p[3]) << 24;
 }
