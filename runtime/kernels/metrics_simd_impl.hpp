@@ -125,7 +125,7 @@ std::size_t metrics_kernel<Arch>::finite_extremes(const double* x, std::size_t n
       h[k] = xsimd::max(h[k], v);
     }
   finite = xsimd::all(ok);
-  alignas(64) double t[4 * W];
+  alignas(64) double t[W];
   xsimd::min(xsimd::min(l[0], l[1]), xsimd::min(l[2], l[3])).store_aligned(t);
   lo = t[0];
   for (std::size_t j = 1; j < W; ++j) lo = t[j] < lo ? t[j] : lo;
