@@ -111,9 +111,13 @@ struct AK {
   static Wide widen(B v) noexcept;
 
   // ---- projections: C = bias + X·B, B packed in kPanel-column panels (attention_simd_project.hpp)
-  // GMR rows x GV vectors of one panel per micro-kernel: 24 accumulators on AVX-512, 12 on AVX2/SSE2.
-  static constexpr std::size_t GV = 3;
-  static constexpr std::size_t GMR = W >= 16 ? 8 : 4;
+  // GMR rows x GV vectors of one panel per micro-kernel: 24 accumulators on AVX-512 (8 x 3), 12 on
+  // AVX2 (6 x 2) and SSE2 (4 x 3). AVX2's 16 columns are one 64-byte line of each panel row, so a
+  // tile's slice of a K = 384 panel is 24 KB and stays in a 32 KB L1 while the row tiles pass; 24
+  // columns straddled lines (48 KB) and streamed from L2: Zen 3 ran MiniLM's products at 40-54
+  // GFLOP/s of 95 (docs/PERFORMANCE.md, 2026-12-02 17:40).
+  static constexpr std::size_t GV = W == 8 ? 2 : 3;
+  static constexpr std::size_t GMR = W >= 16 ? 8 : W == 8 ? 6 : 4;
   static_assert(kPanel % (GV * W) == 0);
 
   static B gelu(B in) noexcept;

@@ -391,14 +391,15 @@ TEST_CASE("fp32 peak is measured once and positive", "[attention]") {
 TEST_CASE("project_rows: every level vs the scalar reference, rows independent of the call's row count", "[attention]") {
   // With the GELU epilogue too (gelu = true: GELU has slope <= 1.13, and the levels' fused
   // polynomial differs from the reference's by a few ulp: + 16·u·Σ|terms|).
-  // Shapes hitting every tail: rows past the micro-kernel's (1..9, 17, 67: partial row tiles),
+  // Shapes hitting every tail: rows past the micro-kernel's (4 on SSE2, 6 on AVX2, 8 on AVX-512:
+  // 1..9, 12, 13, 17, 67 are whole and partial row tiles of each),
   // columns within and past a panel (1, 13, 47..49, 100: partial vectors, the stack-tile path),
   // K below and above the prefetch spread (1, 5, 96: with few row tiles a tile prefetches more
   // lines of the next panel than it has iterations), with a next matrix to prefetch and without.
   // Tolerance: each element is bias + K products summed in k order, the reference unfused, the
   // levels with FMA: |Δ| <= (K + 2)·u·Σ|terms|.
   const auto levels = levels_under_test();
-  const std::size_t Ms[] = {1, 2, 3, 5, 8, 9, 17, 67};
+  const std::size_t Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 17, 67};
   const std::size_t Ks[] = {1, 5, 96};
   const std::size_t Ns[] = {1, 8, 13, 17, 20, 33, 47, 48, 49, 100};  // last columns: masked stores of every width
   std::mt19937 rng(7);
