@@ -49,8 +49,9 @@ inline auto AK<A>::exp_neg(B y) noexcept -> B {
 /// log x for normal x > 0 (x >= FLT_MIN), absolute error ~1e-7. x = 2^e m, m in [1, 2); the top
 /// mantissa bits pick c_i from a table (an in-register permute: 16 entries on AVX-512, 8 on
 /// AVX2) with 1/c_i exact in 9 bits, so r = m/c_i - 1 is one FMA and |r| <= 1/32 (1/17): log m =
-/// log c_i + log1p(r), log1p by its Taylor series to r^4 (r^5), truncation < 1e-8. About 13
-/// vector ops on AVX-512 (getexp/getmant split the float), 16 on AVX2; SSE2 has no variable
+/// log c_i + log1p(r), log1p by its Taylor series to r^4 (AVX-512) or a degree-4 minimax
+/// polynomial (AVX2), error < 2e-8. About 13 vector ops on AVX-512 (getexp/getmant split the
+/// float), 15 on AVX2; SSE2 has no variable
 /// permute and keeps the Cephes polynomial (~20 ops). The JS divergences spend most of their
 /// time here (one log per key per pair of heads).
 template <class A>
@@ -87,11 +88,12 @@ inline auto AK<A>::log_pos(B x) noexcept -> B {
         _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007FFFFF)), _mm256_set1_epi32(0x3F800000))));
     const B r = fmadd(m, B(_mm256_permutevar8x32_ps(_mm256_load_ps(inv_c), idx)), B(-1.0f));
     const B lc(_mm256_permutevar8x32_ps(_mm256_load_ps(log_c), idx));
-    // Estrin's form and e·ln2 + log c_i beside the polynomial: the JS loop is bound by this
-    // chain's latency (27 -> 15 cycles on Zen 3), not by its FMA count.
+    // log1p(r) ≈ r + r²(c2 + c3 r + c4 r²), minimax on r's range [-0.0586, 0.0591] (error 1.9e-8,
+    // Taylor to r^5 has 7e-9 with one FMA more: the JS pass is bound by FMA-pipe operations on
+    // Zen 3), in Estrin's form, e·ln2 + log c_i beside it.
     const B r2 = r * r;
-    const B a = fmadd(r, B(0.333333343f), B(-0.5f)), b = fmadd(r, B(0.2f), B(-0.25f));
-    return fmadd(e, ln2, lc) + fmadd(fmadd(b, r2, a), r2, r);
+    const B q = fmadd(r2, B(-0.25063527f), fmadd(r, B(0.33393613f), B(-0.4999994f)));
+    return fmadd(e, ln2, lc) + fmadd(q, r2, r);
   } else {
     // Cephes logf: m in [sqrt(1/2), sqrt(2)) split by integer arithmetic, degree-9 polynomial.
     const I bits = xsimd::bitwise_cast<I>(x);
