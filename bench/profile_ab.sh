@@ -22,8 +22,8 @@ echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/python3 - "$tmp" "$threads" "$reps" <<'PY'
 import json, sys, statistics as st
 tmp, threads, reps = sys.argv[1], sys.argv[2].split(','), int(sys.argv[3])
-def load(p):
-    j = json.load(open(p)); prof = j.pop('profile'); return j, prof
+def load(p):  # the summary without its profile and run blocks (paths, command line, start time)
+    j = json.load(open(p)); prof = j.pop('profile'); j.pop('run', None); return j, prof
 for t in threads:
     rows = {}
     for which in ('before', 'after'):
@@ -31,7 +31,7 @@ for t in threads:
         rows[which] = runs
     ref = rows['before'][0][0]
     same = all(j == ref for w in rows.values() for j, _ in w)
-    print(f'threads {t}: summaries identical (without profile): {same}')
+    print(f'threads {t}: summaries identical (without profile and run): {same}')
     med = {}
     for which, runs in rows.items():
         wall = st.median(p['wall_s'] for _, p in runs); cpu = st.median(p['cpu_s'] for _, p in runs)

@@ -212,6 +212,14 @@ void QuantileSketch::add(const double* x, std::size_t n, SimdLevel level) {
         if (static_cast<uint64_t>(pos) < static_cast<uint64_t>(size[s])) {
           ++data[s][pos];
         } else {
+          // Out of the store's range: grow once for every key of this store left in the block.
+          // A fresh sketch (one per batch and metric in Summary::prepare) otherwise finds its
+          // range a bucket at a time, a reallocation and copy each (half its time, bench_engine
+          // sketch mode 1).
+          int64_t lo = index, hi = index;
+          for (std::size_t t = j + 1; t < m; ++t)
+            if (static_cast<std::size_t>(key[t] & 3) == s) lo = std::min(lo, key[t] >> 2), hi = std::max(hi, key[t] >> 2);
+          store[s]->grow(static_cast<int32_t>(lo), static_cast<int32_t>(hi));
           store[s]->add(static_cast<int32_t>(index), 1);
           bind(s);
         }
