@@ -221,7 +221,9 @@ void QuantileSketch::add(const double* x, std::size_t n, SimdLevel level) {
           // A fresh sketch (one per batch and metric in Summary::prepare) otherwise finds its
           // range a bucket at a time, a reallocation and copy each (half its time, bench_engine
           // sketch mode 1).
-          int64_t lo = index, hi = index;
+          // The row's largest magnitude of this sign (known from its extremes) bounds it above.
+          const double top = s == 0 ? new_max : -new_min;
+          int64_t lo = index, hi = top >= kZeroThreshold ? std::max<int64_t>(index, index_of(top)) : index;
           for (std::size_t t = j + 1; t < m; ++t)
             if (static_cast<std::size_t>(key[t] & 3) == s) lo = std::min(lo, key[t] >> 2), hi = std::max(hi, key[t] >> 2);
           store[s]->grow(static_cast<int32_t>(lo), static_cast<int32_t>(hi));
