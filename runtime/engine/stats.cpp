@@ -190,8 +190,8 @@ void QuantileSketch::add(const double* x, std::size_t n, SimdLevel level) {
   } else {
     // The buckets' keys a block at a time (kernels::bucket_keys: the index arithmetic in vectors),
     // then one increment each: each store's range in locals (reloaded only when a store grows),
-    // the store picked by the key's low bits through selects rather than a branch (difference
-    // metrics change sign at random) or an array indexed by them (that load chain made the loop
+    // picked by the key's low bits as conditional expressions (GCC 12 branches on the sign, which
+    // most metrics keep) rather than loaded from arrays indexed by them (that made Summary::prepare
     // ~20 % slower on Zen 3); zeros count in a third one-counter "store".
     Store* const store[2] = {&positive_, &negative_};
     uint64_t zeros = 0;
@@ -217,11 +217,10 @@ void QuantileSketch::add(const double* x, std::size_t n, SimdLevel level) {
         if (static_cast<uint64_t>(pos) < static_cast<uint64_t>(z)) {
           ++d[pos];
         } else {
-          // Out of the store's range: grow once for every key of this store left in the block.
-          // A fresh sketch (one per batch and metric in Summary::prepare) otherwise finds its
-          // range a bucket at a time, a reallocation and copy each (half its time, bench_engine
-          // sketch mode 1).
-          // The row's largest magnitude of this sign (known from its extremes) bounds it above.
+          // Out of the store's range: grow once for every key of this store left in the block,
+          // and up to the row's largest magnitude of this sign (known from its extremes). A fresh
+          // sketch (one per batch and metric in Summary::prepare) otherwise found its range a
+          // bucket at a time, a reallocation and copy each.
           const double top = s == 0 ? new_max : -new_min;
           int64_t lo = index, hi = top >= kZeroThreshold ? std::max<int64_t>(index, index_of(top)) : index;
           for (std::size_t t = j + 1; t < m; ++t)
