@@ -192,11 +192,11 @@ void QuantileSketch::add(const double* x, std::size_t n, SimdLevel level) {
     // then one increment each: each store's range in locals (reloaded only when a store grows),
     // picked by the key's low bits as conditional expressions (GCC 12 branches on the sign, which
     // most metrics keep) rather than loaded from arrays indexed by them (that made Summary::prepare
-    // ~20 % slower on Zen 3); zeros count in a third one-counter "store".
+    // ~20 % slower on Zen 3); zeros count in a local one-counter "store" (its position is always 0).
     Store* const store[2] = {&positive_, &negative_};
     uint64_t zeros = 0;
-    int64_t off[3] = {0, 0, 0}, size[3] = {0, 0, 1};
-    uint64_t* data[3] = {nullptr, nullptr, &zeros};
+    int64_t off[2] = {0, 0}, size[2] = {0, 0};
+    uint64_t* data[2] = {nullptr, nullptr};
     const auto bind = [&](std::size_t s) {
       off[s] = store[s]->offset, size[s] = static_cast<int64_t>(store[s]->counts.size()), data[s] = store[s]->counts.data();
     };
