@@ -112,22 +112,22 @@ struct AK {
 
   // ---- projections: C = bias + X·B, B packed in kPanel-column panels (attention_simd_project.hpp)
   // GMR rows x GV vectors of one panel per micro-kernel: 24 accumulators on AVX-512 (8 x 3), 12 on
-  // AVX2 (6 x 2) and SSE2 (4 x 3). AVX2's 16 columns are one 64-byte line of each panel row, so a
-  // tile's slice of a K = 384 panel is 24 KB and stays in a 32 KB L1 while the row tiles pass; 24
-  // columns straddled lines (48 KB) and streamed from L2: Zen 3 ran MiniLM's products at 40-54
-  // GFLOP/s of 95 (docs/PERFORMANCE.md, 2026-12-02 17:40).
+  // AVX2 (6 x 2) and SSE2 (4 x 3). AVX2's 16 columns are one slice (kSlice): a 64-byte line per k,
+  // 24 KB at K = 384, which stays in a 32 KB L1 while the row tiles pass; 24 columns straddled
+  // lines (48 KB) and streamed from L2: Zen 3 ran MiniLM's products at 40-54 GFLOP/s of 95
+  // (docs/PERFORMANCE.md, 2026-12-02 17:40).
   static constexpr std::size_t GV = W == 8 ? 2 : 3;
   static constexpr std::size_t GMR = W >= 16 ? 8 : W == 8 ? 6 : 4;
   static_assert(kPanel % (GV * W) == 0);
 
   static B gelu(B in) noexcept;
   template <bool G, std::size_t R>
-  static void gemm_tile(const float* x, std::size_t ldx, std::size_t K, const float* bp, const float* bias, float* c,
+  static void gemm_tile(const float* x, std::size_t ldx, std::size_t K, const float* bp, std::size_t c0, const float* bias, float* c,
                         std::size_t ldc, const char* pf, const char* pf_end) noexcept;
-  [[gnu::noinline]] static void gelu_tile(float* c, std::size_t ldc, std::size_t rows) noexcept;
+  [[gnu::noinline]] static void gelu_tile(const float* t, float* c, std::size_t ldc, std::size_t rows) noexcept;
   template <bool G, std::size_t R = GMR>
   static void gemm_rows(std::size_t rows, const float* x, std::size_t ldx, std::size_t K, const float* bp,
-                        const float* bias, float* c, std::size_t ldc, const char* pf, const char* pf_end) noexcept;
+                        std::size_t c0, const float* bias, float* c, std::size_t ldc, const char* pf, const char* pf_end) noexcept;
   static void project(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,
                       const float* pbias, std::size_t N, float* c, std::size_t ldc, const float* next_matrix,
                       std::size_t next_k, bool gelu_out) noexcept;
