@@ -104,11 +104,13 @@ void BM_tokenizer_json(benchmark::State& state) {
 BENCHMARK(BM_tokenizer_json)->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}});
 
 // The encoder's four products per layer (tokens x K x N: QKV 384x1152, output 384x384, FFN
-// 384x1536 and 1536x384 for MiniLM), 512 tokens as one group: the packed-panel kernel the model
-// uses vs OpenBLAS sgemm (single-threaded, as it runs inside oneTBB tasks). Which is faster
-// decides the GEMM backend; bench/model_peers.py measures the whole forward against torch.
+// 384x1536 and 1536x384 for MiniLM) on 512 tokens (one group of the forward) and 4096 (whose
+// activations outgrow L2): the packed-panel kernel the model uses vs OpenBLAS sgemm
+// (single-threaded, as it runs inside oneTBB tasks). Which is faster decides the GEMM backend;
+// bench/model_peers.py measures the whole forward against torch.
 void gemm_args(benchmark::internal::Benchmark* b) {
-  for (auto kn : {std::pair{384, 1152}, {384, 384}, {384, 1536}, {1536, 384}}) b->Args({512, kn.first, kn.second});
+  for (auto kn : {std::pair{384, 1152}, {384, 384}, {384, 1536}, {1536, 384}})
+    for (int m : {512, 4096}) b->Args({m, kn.first, kn.second});
 }
 
 void BM_gemm_panel(benchmark::State& state) {

@@ -97,7 +97,7 @@ std::shared_ptr<const float> pack_panels(const float* b, std::size_t K, std::siz
   std::shared_ptr<const float> owner(p, [align](const float* q) { ::operator delete(const_cast<float*>(q), std::align_val_t(align)); });
   std::fill(p, p + floats, 0.0f);
   for (std::size_t k = 0; k < K; ++k)
-    for (std::size_t n = 0; n < N; ++n) p[(n / kPanel * K + k) * kPanel + n % kPanel] = b[k * N + n];
+    for (std::size_t n = 0; n < N; ++n) p[panel_index(K, k, n)] = b[k * N + n];
   if (bias)
     for (std::size_t n = 0; n < N; ++n) p[panels * K * kPanel + n] = bias[n];
   return owner;
@@ -121,8 +121,7 @@ void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t 
   for (std::size_t m = 0; m < M; ++m)
     for (std::size_t n = 0; n < N; ++n) {
       float s = packed_bias[n];
-      const float* bp = packed + n / kPanel * K * kPanel + n % kPanel;
-      for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * bp[k * kPanel];
+      for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * packed[panel_index(K, k, n)];
       c[m * ldc + n] = gelu ? gelu_ref(s) : s;
     }
 }

@@ -64,10 +64,19 @@ bool attention_small(const AttentionReport& in) noexcept;
 /// Columns per panel of a packed projection matrix (pack_panels): a multiple of every level's
 /// micro-kernel width (3 vectors: 48 floats on AVX-512, 24 on AVX2, 12 on SSE2).
 inline constexpr std::size_t kPanel = 48;
+/// Columns per slice of a panel: one 64-byte line of each k row. A panel is kPanel / kSlice
+/// slices one after the other, each [K][kSlice]: a micro-kernel's columns lie in one slice (AVX2,
+/// SSE2) or one vector per slice (AVX-512), so each vector's k stream is sequential.
+inline constexpr std::size_t kSlice = 16;
+
+/// Where pack_panels puts B[k][n] (K rows).
+constexpr std::size_t panel_index(std::size_t K, std::size_t k, std::size_t n) noexcept {
+  return n / kPanel * K * kPanel + n % kPanel / kSlice * K * kSlice + k * kSlice + n % kSlice;
+}
 
 /// B [K][N] row-major packed for project_rows: ceil(N / kPanel) panels of kPanel columns, each
-/// [K][kPanel] contiguous, columns past N zero; then the bias (N values, nullptr = 0), padded
-/// likewise. 64-byte aligned (the kernels load it aligned).
+/// K x kPanel floats in slices (panel_index), columns past N zero; then the bias (N values,
+/// nullptr = 0), padded likewise. 64-byte aligned (the kernels load it aligned).
 std::shared_ptr<const float> pack_panels(const float* b, std::size_t K, std::size_t N, const float* bias);
 
 /// C[m][0, N) = bias + X[m]·B for rows m < M at `level` (B as pack_panels left it). Every element is
