@@ -41,7 +41,7 @@ std::size_t attention_query_rows(const AttentionReport& in, std::size_t* first) 
 }
 
 std::uint32_t attention_tile_rows(std::size_t n, std::uint32_t heads, std::uint32_t block) noexcept {
-  const std::size_t row_bytes = (std::size_t(heads) + 1) * up16(n) * sizeof(float), most = 32 / block * block;
+  const std::size_t row_bytes = (std::size_t(heads) + 1) * up16(n) * sizeof(float), most = kAttnMaxTileRows / block * block;
   std::size_t t = kAttnTileBytes / (row_bytes ? row_bytes : 1) / block * block;
   t = t < block ? block : (t > most ? most : t);
   return static_cast<std::uint32_t>(t);

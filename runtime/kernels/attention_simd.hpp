@@ -37,11 +37,14 @@ constexpr std::uint32_t attention_micro_rows(std::size_t lanes) noexcept { retur
 
 /// Query rows per tile for a report of n tokens and H+1 heads (all queries): the tile's (H+1)
 /// score/probability rows stay within about kAttnTileBytes, a multiple of `block` (the level's
-/// attention_micro_rows) from block to 32. Whole blocks: a tile of 8 rows at MR = 6 ran its last 2
+/// attention_micro_rows) from block to kAttnMaxTileRows. Whole blocks: a tile of 8 rows at MR = 6 ran its last 2
 /// rows with 4 accumulators, too few to hide the FMA latency (whole blocks: the AVX2 kernel ~10 %
 /// faster at 256²).
 std::uint32_t attention_tile_rows(std::size_t n, std::uint32_t heads, std::uint32_t block) noexcept;
 inline constexpr std::size_t kAttnTileBytes = std::size_t(128) << 10;
+/// At most this many query rows per tile: the pair loop's f32 sums over a tile's rows stay short,
+/// and its per-row buffers live on the stack.
+inline constexpr std::size_t kAttnMaxTileRows = 32;
 
 /// Floats and doubles of working memory attention_report needs for this report shape.
 std::size_t attention_work_floats(const AttentionReport& in, std::uint32_t tq) noexcept;

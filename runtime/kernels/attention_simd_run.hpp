@@ -207,7 +207,7 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
       for (std::size_t i = 1; i < H1; ++i)
         for (std::size_t j = i + 1; j < H1; ++j, ++p) {
           B js(0.0f), ov(0.0f), od(0.0f);
-          B dd[32 + W];  // each row's squared output distance, lanes not yet summed (rows <= 32)
+          B dd[kAttnMaxTileRows + W];  // each row's squared output distance, lanes not yet summed
           double dist = 0, ents = 0;
           for (std::size_t r = 0; r < rows; ++r) {
             const std::size_t lv = up(causal ? qb + r + 1 : n);
