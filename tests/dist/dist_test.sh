@@ -333,7 +333,7 @@ for i in range(23):
     t = ' '.join(random.choice(w) for _ in range(random.randint(1, 30)))
     print(f'x{i},{\"ab\"[i % 7 < 3]},' + {5: '', 14: '\"   \"'}.get(i, t))
 " > "$dir/t.csv" || { fail "texts"; return; }
-  local ops=(run -q -s ops-text -p reports=30 --model "$m" --chunk 4 --threads 1 --attention-reports index:2,17,29 --attention-layers 1,3)
+  local ops=(run -q -s ops-text -p reports=12 --model "$m" --chunk 3 --threads 1 --attention-reports index:2,7,11 --attention-layers 1,3)
   # Two empty texts and texts past 16 tokens: their counts travel with the chunks (report_status).
   local txt=(run -q -s text -p "path=$dir/t.csv" -p max_tokens=16 --model "$m" --chunk 3 --threads 1 --attention-reports id:x4,x20)
   local k job

@@ -26,19 +26,19 @@ std::string model_arg() { return " --model " + shell_quote(testutil::model_dir()
 TEST_CASE("headsep run --model: ops-text through MiniLM, per layer x head, thread- and chunk-independent", "[model][cli]") {
   testutil::TempDir tmp;
   const std::string s1 = tmp.file("s1.json"), s2 = tmp.file("s2.json");
-  auto r1 = run_cli("run -s ops-text -p reports=24 -p seed=5" + model_arg() + " --threads 1 --chunk 24 --summary " + s1);
+  auto r1 = run_cli("run -s ops-text -p reports=12 -p seed=5" + model_arg() + " --threads 1 --chunk 12 --summary " + s1);
   INFO(r1.err);
   REQUIRE(r1.status == 0);
   CHECK_THAT(r1.out, Catch::Contains("mean attention entropy") && Catch::Contains("layer separation") &&
                          Catch::Contains("decision over condition"));
-  auto r2 = run_cli("run -q -s ops-text -p reports=24 -p seed=5" + model_arg() + " --threads 2 --chunk 5 --summary " + s2);
+  auto r2 = run_cli("run -q -s ops-text -p reports=12 -p seed=5" + model_arg() + " --threads 2 --chunk 5 --summary " + s2);
   INFO(r2.err);
   REQUIRE(r2.status == 0);
   CHECK(r2.out.empty());
   const json a = json::parse(testutil::read_file(s1)), b = json::parse(testutil::read_file(s2));
   REQUIRE(a["scenarios"].size() == 1);
   const json& sc = a["scenarios"][0];
-  CHECK(sc["reports"] == 24);
+  CHECK(sc["reports"] == 12);
   CHECK(sc["layers"].size() == 6);
   CHECK(sc["layers"][0]["heads"].size() == 12);
   CHECK(sc["layers"][0]["pairs"].size() == 66);
@@ -55,7 +55,7 @@ TEST_CASE("headsep run --model: ops-text through MiniLM, per layer x head, threa
     }
   // Same chunk, other thread count: identical.
   const std::string s3 = tmp.file("s3.json");
-  auto r3 = run_cli("run -q -s ops-text -p reports=24 -p seed=5" + model_arg() + " --threads 2 --chunk 24 --summary " + s3);
+  auto r3 = run_cli("run -q -s ops-text -p reports=12 -p seed=5" + model_arg() + " --threads 2 --chunk 12 --summary " + s3);
   REQUIRE(r3.status == 0);
   CHECK(json::parse(testutil::read_file(s3))["scenarios"] == a["scenarios"]);
 }
