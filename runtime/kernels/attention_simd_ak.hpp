@@ -58,6 +58,7 @@ struct AK {
   static B exp_neg(B y) noexcept;
   static B log_pos(B x) noexcept;
   static float hmax(B v) noexcept;
+  static B row_sums(const B* v) noexcept;
   static void transpose_block(const float* src, std::size_t lds, float* dst, std::size_t ldd) noexcept;
 
   // ---- micro-kernels (attention_simd_tiles.hpp) -------------------------------------------

@@ -1,4 +1,4 @@
-// AK<A>'s elementary functions (exp, log, horizontal max) and the in-register W x W transpose:
+// AK<A>'s elementary functions (exp, log, horizontal max and sums) and the in-register W x W transpose:
 // the vector building blocks of the fused kernel, one branch per instruction set.
 #pragma once
 #include <cstddef>
@@ -131,6 +131,37 @@ inline float AK<A>::hmax(B v) noexcept {
     float m = t[0];
     for (std::size_t i = 1; i < W; ++i) m = t[i] > m ? t[i] : m;
     return m;
+  }
+}
+
+/// Lane r of the result = the sum of v[r]'s lanes, for W vectors: a transposing horizontal sum.
+/// Ours, not xsimd::haddp: xsimd 8.1's AVX-512 float haddp returns the sums of rows 4, 5, 2, 3
+/// in lanes 2..5 (and 12, 13, 10, 11 in 10..13), checked on a Xeon; its SSE2/AVX2 ones are right.
+template <class A>
+inline auto AK<A>::row_sums(const B* v) noexcept -> B {
+  // 8 rows of 8 lanes: two rounds of hadd leave each row's two 128-bit halves in the two lanes'
+  // halves; the last add folds them.
+  const auto sums8 = [](const auto* r) noexcept {  // generic: instantiated on the AVX levels only
+    const __m256 a = _mm256_hadd_ps(_mm256_hadd_ps(r[0], r[1]), _mm256_hadd_ps(r[2], r[3]));
+    const __m256 b = _mm256_hadd_ps(_mm256_hadd_ps(r[4], r[5]), _mm256_hadd_ps(r[6], r[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+  };
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+    __m256 h[16];  // each row's two 256-bit halves added
+    for (int i = 0; i < 16; ++i) {
+      const __m512 x = v[i];
+      const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1));
+      h[i] = _mm256_add_ps(_mm512_castps512_ps256(x), hi);
+    }
+    const __m512d lo = _mm512_castpd256_pd512(_mm256_castps_pd(sums8(h)));
+    return B(_mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_castps_pd(sums8(h + 8)), 1)));
+  } else if constexpr (std::is_base_of_v<xsimd::avx2, A>) {
+    const __m256 r[8] = {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+    return B(sums8(r));
+  } else {
+    __m128 r0 = v[0], r1 = v[1], r2 = v[2], r3 = v[3];
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    return B(_mm_add_ps(_mm_add_ps(r0, r1), _mm_add_ps(r2, r3)));
   }
 }
 

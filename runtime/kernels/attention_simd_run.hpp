@@ -234,13 +234,13 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
             dd[r] = d2;
             ents += double(ent[i * tqp + r]) + double(ent[j * tqp + r]);
           }
-          // The rows' distances W at a time: one transposing sum (haddp) and one vector square
+          // The rows' distances W at a time: one transposing sum (row_sums) and one vector square
           // root per W rows, not a horizontal sum and a scalar root per row (~10 % of MiniLM's
           // attention kernel); summed in f64 in row order as before.
           for (std::size_t r = rows; r < up(rows); ++r) dd[r] = B(0.0f);
           for (std::size_t r0 = 0; r0 < rows; r0 += W) {
             alignas(64) float root[W];
-            xsimd::sqrt(xsimd::haddp(dd + r0)).store_aligned(root);
+            xsimd::sqrt(row_sums(dd + r0)).store_aligned(root);
             for (std::size_t r = 0; r < W && r0 + r < rows; ++r) dist += double(root[r]);
           }
           double* ps = out.pair_stats + p * kPairStats * S;
