@@ -49,18 +49,13 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$build/findings" "$build/logs"
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/headsep-fuzz.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
-status=0
-printf '%-12s %8s %12s %10s %8s  %s\n' harness seconds runs execs/s corpus result
-for h in "${harnesses[@]}"; do
-  bin=$build/tests/fuzz/fuzz_$h
-  [ -x "$bin" ] || { echo "headsep fuzz: no harness '$h' ($bin)" >&2; exit 2; }
-  corpus=$scratch/$h
+# One harness per core at a time (libFuzzer runs one thread): CI's 6 x 20 s take 60 s on 2 cores.
+fuzz_one() {  # fuzz_one HARNESS: runs it, writes its table row to $scratch/HARNESS.row, returns its status
+  local h=$1 bin=$build/tests/fuzz/fuzz_$1 corpus=$scratch/$1 log=$build/logs/$1.log rc=0 start took runs rate size result
   mkdir -p "$corpus"
   for d in "$here/tests/fuzz/corpus/$h" "$here/tests/fuzz/regressions/$h"; do
     [ -d "$d" ] && find "$d" -maxdepth 1 -type f ! -name '.*' -exec cp {} "$corpus/" \;
   done
-  log=$build/logs/$h.log
-  rc=0
   start=$(date +%s)
   nice -n 15 "$bin" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$build/findings/$h-" >"$log" 2>&1 || rc=$?
@@ -68,13 +63,31 @@ for h in "${harnesses[@]}"; do
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   size=$(find "$corpus" -type f | wc -l)
-  if [ "$rc" = 0 ]; then result=clean; else result="FOUND (exit $rc, log $log)"; status=1; fi
-  printf '%-12s %8s %12s %10s %8s  %s\n' "$h" "$took" "${runs:-?}" "${rate:-?}" "$size" "$result"
-  if [ "$rc" != 0 ]; then
-    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|terminate called|  what\(\)|artifact_prefix|Test unit written)' "$log" | head -20 >&2 || true
-  fi
+  if [ "$rc" = 0 ]; then result=clean; else result="FOUND (exit $rc, log $log)"; fi
+  printf '%-12s %8s %12s %10s %8s  %s\n' "$h" "$took" "${runs:-?}" "${rate:-?}" "$size" "$result" >"$scratch/$h.row"
   if [ "${HEADSEP_FUZZ_KEEP:-0}" = 1 ]; then
     rm -rf "$build/corpus/$h" && mkdir -p "$build/corpus" && cp -r "$corpus" "$build/corpus/$h"
   fi
+  return "$rc"
+}
+for h in "${harnesses[@]}"; do
+  [ -x "$build/tests/fuzz/fuzz_$h" ] || { echo "headsep fuzz: no harness '$h' ($build/tests/fuzz/fuzz_$h)" >&2; exit 2; }
+done
+jobs_max=${HEADSEP_JOBS:-$(nproc)}
+for h in "${harnesses[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+  fuzz_one "$h" &
+done
+wait || true  # the status is read from each harness's row: a job reaped by wait -n keeps none
+status=0
+printf '%-12s %8s %12s %10s %8s  %s\n' harness seconds runs execs/s corpus result
+for h in "${harnesses[@]}"; do
+  [ -f "$scratch/$h.row" ] || { echo "headsep fuzz: harness '$h' ended without a result (log $build/logs/$h.log)" >&2; status=1; continue; }
+  cat "$scratch/$h.row"
+  case "$(cat "$scratch/$h.row")" in
+    *FOUND*) status=1
+      grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|terminate called|  what\(\)|artifact_prefix|Test unit written)' \
+      "$build/logs/$h.log" | head -20 >&2 || true ;;
+  esac
 done
 exit $status
