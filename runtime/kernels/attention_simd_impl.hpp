@@ -17,6 +17,9 @@
 //   contiguous rows of d_v rounded up to W, zero-padded: read in place, each key's row was on
 //   another page (rows of the projection matrix are kilobytes apart) and A·V waited on the loads.
 //   Zero padding (keys past n, lanes past d_v) makes every loop whole vectors, results unchanged.
+// - A baseline whose Q and K columns are the heads' concatenated (the models') is scored as the
+//   sum of the heads' raw scores (H adds per score instead of a Σd_h-term dot product, and its K is
+//   not transposed): the heads run first, the baseline last.
 // - Softmax: exp(scale·(s - max)) with max subtracted (the max element gets exactly e^0 = 1, so the
 //   confidence max_k a is 1/Z), masked and padding lanes at -inf -> y clamped to -88 -> exactly 0.
 //   The entropy needs no per-element log: with y_k = scale·(s_k - max) and a_k = e^{y_k}/Z,

@@ -26,6 +26,19 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
   if (nq == 0) return;  // empty report: every value 0
 
   const bool causal = in.config.mask == MaskKind::causal;
+  // The baseline's scores as the sum of the heads' when its Q and K columns are heads 1..H's,
+  // concatenated (BERT's, AttentionPlan's): Q_0·K_0^T = Σ_h Q_h·K_h^T, so its d_k = Σ d_h FMAs
+  // per score become H adds, and K_0 is not transposed. The heads then run first, each adding its
+  // raw scores into the baseline's rows before its softmax; the baseline last. Only the sum's
+  // association changes (the scalar reference takes one dot product).
+  const bool sum_base = [&] {
+    std::size_t q = in.q_col[0], k = in.k_col[0];
+    for (std::size_t h = 1; h < H1; ++h) {
+      if (in.q_col[h] != q || in.k_col[h] != k) return false;
+      q += in.dk[h], k += in.dk[h];
+    }
+    return H1 > 1 && q - in.q_col[0] == in.dk[0];
+  }();
   const std::size_t np = up(n), tq = w.tq;
   const std::size_t ld = in.ld;
   // ---- carve the working memory (the same segments, sized for W = kAttnMaxLanes, as
@@ -69,7 +82,7 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
     for (std::size_t h = 0; h < H1; ++h) {
       const std::size_t dk = in.dk[h];
       const float* src = in.qkv + in.k_col[h];
-      for (std::size_t k0 = 0; k0 < np; k0 += W) {
+      for (std::size_t k0 = 0; k0 < (sum_base && h == 0 ? 0 : np); k0 += W) {
         const std::size_t kn = lo(W, n - lo(n, k0));
         float* panel = dst + k0 / KP * (dk * KP) + k0 % KP;  // row d at panel + d·KP
         std::size_t d = 0;
@@ -107,15 +120,26 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
     for (std::size_t g = 0; g < h; ++g) v += seg(n * up(in.dv[g]));
     return v;
   };
+  auto kt_of = [&](std::size_t h) -> const float* {  // K_h^T's panels
+    const float* k = kt;
+    for (std::size_t g = 0; g < h; ++g) k += in.dk[g] * nkp;
+    return k;
+  };
+  auto ot_of = [&](std::size_t h) -> float* {  // the tile's O_h rows
+    float* o = ot;
+    for (std::size_t g = 0; g < h; ++g) o += tq * up(in.dv[g]);
+    return o;
+  };
 
   // ---- query tiles ----
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (std::size_t t0 = 0; t0 < nq; t0 += tq) {
     const std::size_t rows = lo(tq, nq - t0);
     const std::size_t qb = q_first + t0;  // query token of tile row 0
-    const float* ktp = kt;
-    float* op = ot;
-    for (std::size_t h = 0; h < H1; ++h) {
+    for (std::size_t hi = 0; hi < H1; ++hi) {
+      const std::size_t h = sum_base ? (hi + 1) % H1 : hi;  // the summed baseline last
+      const float* ktp = kt_of(h);
+      float* op = ot_of(h);
       const std::size_t dk = in.dk[h], dv = in.dv[h], dvp = up(dv);
       float* a = at + h * tq * np;
       const float scale = 1.0f / __builtin_sqrtf(float(dk));
@@ -129,7 +153,17 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
         // costs n·w, not n²/2, and every bit stays.
         const std::size_t klen = causal ? qb + rb + R : n;
         const std::size_t kend = up(klen), kb = first_visible_key(in.config, qb + rb) / KP * KP;
-        scores(R, in.qkv + (qb + rb) * ld + in.q_col[h], ld, ktp, np, dk, a + rb * np, kb, kend);
+        if (!sum_base) {
+          scores(R, in.qkv + (qb + rb) * ld + in.q_col[h], ld, ktp, np, dk, a + rb * np, kb, kend);
+        } else if (h) {
+          scores(R, in.qkv + (qb + rb) * ld + in.q_col[h], ld, ktp, np, dk, a + rb * np, kb, kend);
+          for (std::size_t r = rb; r < rb + R; ++r) {  // into the baseline's rows, heads in order
+            float* s0 = at + r * np;
+            const float* sh = a + r * np;
+            for (std::size_t k = kb; k < kend; k += W)
+              (h == 1 ? B::load_aligned(sh + k) : B::load_aligned(s0 + k) + B::load_aligned(sh + k)).store_aligned(s0 + k);
+          }
+        }
         for (std::size_t r = rb; r < rb + R; ++r) {
           const std::size_t q = qb + r;
           const std::size_t len = causal ? q + 1 : n, lv = up(len);
@@ -191,8 +225,6 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
         for (std::size_t r = 0; r < rows; ++r)
           for (std::size_t d = 0; d < dv; ++d) dst[(t0 + r) * dv + d] = op[r * dvp + d];
       }
-      ktp += dk * nkp;
-      op += tq * dvp;
     }
     // ---- pairs of heads 1..H over the tile's rows ----
     // Pair outer, rows inner: JS, overlap and output dot products are sums over the rows, so

@@ -172,6 +172,31 @@ TEST_CASE("large d_k and n (baseline width 256, the micro-kernel's full blocks)"
     }
 }
 
+TEST_CASE("a baseline that is the heads concatenated (a model's): its scores summed from the heads' agree with "
+          "the reference's one dot product",
+          "[attention]") {
+  // The SIMD levels then add the heads' raw scores instead of a d_model-wide product (run(),
+  // sum_base); the reference keeps the product. Tails of n and d_k, masks, windows, query modes.
+  const AttentionConfig configs[] = {{QueryMode::all, 0, MaskKind::none},
+                                     {QueryMode::all, 0, MaskKind::causal},
+                                     {QueryMode::last, 0, MaskKind::none},
+                                     {QueryMode::all, 0, MaskKind::causal, 5}};
+  AttentionScratch ref_scratch, scratch;
+  std::uint64_t seed = 4000;
+  for (std::uint32_t n : {1u, 7u, 17u, 70u, 130u})
+    for (std::uint32_t heads : {1u, 3u, 12u})
+      for (std::uint32_t dk : {3u, 32u})
+        for (const auto& config : configs) {
+          Case c = make_case(n, heads, 1, dk, 0, dk, 2, config, ++seed, 1, 0.5f);
+          c.q_col[0] = c.q_col[1], c.k_col[0] = c.k_col[1], c.dk[0] = heads * dk;  // BERT's layout
+          const Result ref = run_kernel(c, SimdLevel::scalar, ref_scratch);
+          for (auto level : levels_under_test()) {
+            INFO(to_string(level) << " " << describe(c));
+            CHECK(compare(c, ref, run_kernel(c, level, scratch)) == "");
+          }
+        }
+}
+
 TEST_CASE("two tokens: hand-computed softmax", "[attention]") {
   // One head (+ baseline), d_k = d_v = 1: Q = (1, 2), K = (0.5, 1), V = (3, -1), for both heads.
   // Scores q_i k_j: row 0 (0.5, 1), row 1 (1, 2); softmax of (a, b) = (σ(a-b), σ(b-a)).
