@@ -153,17 +153,14 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
         // costs n·w, not n²/2, and every bit stays.
         const std::size_t klen = causal ? qb + rb + R : n;
         const std::size_t kend = up(klen), kb = first_visible_key(in.config, qb + rb) / KP * KP;
-        if (!sum_base) {
-          scores(R, in.qkv + (qb + rb) * ld + in.q_col[h], ld, ktp, np, dk, a + rb * np, kb, kend);
-        } else if (h) {
-          scores(R, in.qkv + (qb + rb) * ld + in.q_col[h], ld, ktp, np, dk, a + rb * np, kb, kend);
+        if (!sum_base || h) scores(R, in.qkv + (qb + rb) * ld + in.q_col[h], ld, ktp, np, dk, a + rb * np, kb, kend);
+        if (sum_base && h)
           for (std::size_t r = rb; r < rb + R; ++r) {  // into the baseline's rows, heads in order
             float* s0 = at + r * np;
             const float* sh = a + r * np;
             for (std::size_t k = kb; k < kend; k += W)
               (h == 1 ? B::load_aligned(sh + k) : B::load_aligned(s0 + k) + B::load_aligned(sh + k)).store_aligned(s0 + k);
           }
-        }
         for (std::size_t r = rb; r < rb + R; ++r) {
           const std::size_t q = qb + r;
           const std::size_t len = causal ? q + 1 : n, lv = up(len);
