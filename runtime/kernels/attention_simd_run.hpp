@@ -27,7 +27,7 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
 
   const bool causal = in.config.mask == MaskKind::causal;
   // The baseline's scores as the sum of the heads' when its Q and K columns are heads 1..H's,
-  // concatenated (BERT's, AttentionPlan's): Q_0·K_0^T = Σ_h Q_h·K_h^T, so its d_k = Σ d_h FMAs
+  // concatenated (the models': BERT's, the decoders'): Q_0·K_0^T = Σ_h Q_h·K_h^T, so its d_k = Σ d_h FMAs
   // per score become H adds, and K_0 is not transposed. The heads then run first, each adding its
   // raw scores into the baseline's rows before its softmax; the baseline last. Only the sum's
   // association changes (the scalar reference takes one dot product).

@@ -143,11 +143,12 @@ inline void K<A, T>::ragged_gather(const KernelArgs<T>* sa, std::size_t slots, s
   // then replaced by +0.0); an empty report's lane reads token 0 of the row.
   alignas(64) I idx[kShuffleMax * W];
   alignas(64) T lenv[W];
-  // The lanes' lengths (compared with t < kShuffleMax only, so no clamp is needed): f64 takes
-  // them from the offsets in registers, since a vector load of W scalars just stored to lenv is
-  // not forwarded from the store buffer. On a Xeon that stall cost the AVX2 main job 8 % in L3
-  // and 10 % from DRAM (bench_kernels mainjob/f64/avx2, 4 interleaved rounds; AVX-512 within noise).
-  constexpr bool kLensFromOffsets = sizeof(I) == sizeof(std::uint64_t);
+  // f64: the offsets are the index type (below 2^30, checked by run()), so the W lanes' offsets
+  // and lengths are two vector loads. The lengths (compared with t < kShuffleMax only: no clamp)
+  // then never go through lenv: a vector load of W scalars just stored is not forwarded from the
+  // store buffer, and on a Xeon that stall cost the AVX2 main job 8 % in L3 and 10 % from DRAM
+  // (bench_kernels mainjob/f64/avx2, 4 interleaved rounds; AVX-512 within noise).
+  constexpr bool kOffsetVectors = sizeof(I) == sizeof(std::uint64_t);
   const std::size_t end = static_cast<std::size_t>(a.token_offset[a.n_reports]);
   for (std::size_t r0 = 0; r0 < n; r0 += W) {
     std::size_t longest = 0, b[W], len[W];
@@ -155,16 +156,17 @@ inline void K<A, T>::ragged_gather(const KernelArgs<T>* sa, std::size_t slots, s
       b[i] = static_cast<std::size_t>(a.token_offset[r0 + i]);
       len[i] = static_cast<std::size_t>(a.token_offset[r0 + i + 1]) - b[i];
       longest = len[i] > longest ? len[i] : longest;
-      if constexpr (!kLensFromOffsets) lenv[i] = T(len[i] < kShuffleMax ? len[i] : kShuffleMax);
+      if constexpr (!kOffsetVectors) lenv[i] = T(len[i] < kShuffleMax ? len[i] : kShuffleMax);
+    }
+    [[maybe_unused]] IB bv, lv;
+    if constexpr (kOffsetVectors) {
+      bv = IB::load_unaligned(reinterpret_cast<const I*>(a.token_offset + r0));
+      lv = IB::load_unaligned(reinterpret_cast<const I*>(a.token_offset + r0 + 1)) - bv;
     }
     // The pair loads read tokens [b[i], b[i] + longest rounded up to even) of every lane.
     const bool pairs = pair_loads && b[W - 1] + ((longest + 1) & ~std::size_t(1)) <= end;
     if (longest <= kShuffleMax && !pairs) {
-      if constexpr (sizeof(I) == sizeof(std::uint64_t)) {
-        // f64: the offsets are the index type (below 2^30, checked by run()): one vector select
-        // per token instead of W scalar ones.
-        const IB bv = IB::load_unaligned(reinterpret_cast<const I*>(a.token_offset + r0));
-        const IB lv = IB::load_unaligned(reinterpret_cast<const I*>(a.token_offset + r0 + 1)) - bv;
+      if constexpr (kOffsetVectors) {  // one vector select per token instead of W scalar ones
         const IB past_end = xsimd::select(lv > IB(I(0)), bv, IB(I(0)));
         for (std::size_t t = 0; t < longest; ++t)
           xsimd::select(IB(static_cast<I>(t)) < lv, bv + IB(static_cast<I>(t)), past_end).store_aligned(idx + t * W);
@@ -174,11 +176,8 @@ inline void K<A, T>::ragged_gather(const KernelArgs<T>* sa, std::size_t slots, s
       }
     }
     B lens;
-    if constexpr (kLensFromOffsets)
-      lens = xsimd::to_float(IB::load_unaligned(reinterpret_cast<const I*>(a.token_offset + r0 + 1)) -
-                             IB::load_unaligned(reinterpret_cast<const I*>(a.token_offset + r0)));
-    else
-      lens = B::load_aligned(lenv);
+    if constexpr (kOffsetVectors) lens = xsimd::to_float(lv);
+    else lens = B::load_aligned(lenv);
     bool done = false;
     switch (longest) {
       case 1: done = ragged_registers_axes<1>(sa, slots, r0, idx, b, pairs, lens); break;
