@@ -31,10 +31,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Sanitizer builds: -O2 with -g1 (function names and line tables, enough for a report's stack;
-# no local variables): full -g made these two builds most of CI's time on 2 cores.
-sanitizer_build=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
-  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
+# Sanitizer builds: -O1 with -g1 (function names and line tables, enough for a report's stack;
+# no local variables): full -g made these two builds most of CI's time on 2 cores, and -O2 under
+# ASan+UBSan compiled 1.7x as long as -O1 (the SIMD kernels' unrolled templates most: 133 s vs 85 s
+# for metrics_avx512.cpp) while the tests ran no faster (docs/PERFORMANCE.md, 2026-12-04 09:47).
+sanitizer_build=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
 case "${1:-}" in
   --sanitize)  # AddressSanitizer + UBSan (LeakSanitizer runs at exit on Linux)
     build=${HEADSEP_BUILD_DIR:-$here/build-asan}
@@ -64,6 +66,12 @@ if [ -n "${HEADSEP_PYTHON_VENV:-}" ]; then
 fi
 source "$here/scripts/ccache.sh"
 extra+=(${ccache_args[@]+"${ccache_args[@]}"})
+# A sanitizer folder configured with other flags (the -O2 of before): reconfigure it with these.
+want=${sanitizer_build[1]#-D}
+if [ -f "$build/build.ninja" ] && [ "${1:-}" = --sanitize -o "${1:-}" = --tsan ] &&
+  ! grep -qxF "${want/=/:STRING=}" "$build/CMakeCache.txt"; then
+  cmake -S "$here" -B "$build" "${extra[@]}" >/dev/null
+fi
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$here" -B "$build" -G Ninja "${extra[@]}" >/dev/null
 fi
