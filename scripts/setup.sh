@@ -68,7 +68,7 @@ source "$here/scripts/ccache.sh"
 extra+=(${ccache_args[@]+"${ccache_args[@]}"})
 # A sanitizer folder configured with other flags (the -O2 of before): reconfigure it with these.
 want=${sanitizer_build[1]#-D}
-if [ -f "$build/build.ninja" ] && [ "${1:-}" = --sanitize -o "${1:-}" = --tsan ] &&
+if [ -f "$build/build.ninja" ] && [[ ${1:-} == --sanitize || ${1:-} == --tsan ]] &&
   ! grep -qxF "${want/=/:STRING=}" "$build/CMakeCache.txt"; then
   cmake -S "$here" -B "$build" "${extra[@]}" >/dev/null
 fi
