@@ -104,14 +104,15 @@ void BM_stage_lap(benchmark::State& state) {
 // mode (past the exact capacity), 0.5 % accuracy as the summary uses. arg 0: mixed sign N(0, 0.2)
 // into one long-lived sketch; 1: the same rows, a fresh sketch per row (what prepare() does per
 // batch and metric: the stores grow on every row); 2: a narrow positive metric (entropy-like,
-// U(0.60, 0.66): ~9 buckets, so consecutive values share buckets), a fresh sketch per row.
+// U(0.60, 0.66): ~9 buckets, so consecutive values share buckets), a fresh sketch per row; 3: a wide
+// positive metric (U(0.05, 1.0): ~300 buckets, as the main job's), a fresh sketch per row.
 void BM_sketch_add(benchmark::State& state) {
   const auto mode = state.range(0);
   std::mt19937_64 g(5);
   std::normal_distribution<double> nd(0, 0.2);
-  std::uniform_real_distribution<double> ud(0.60, 0.66);
+  std::uniform_real_distribution<double> ud(0.60, 0.66), wide(0.05, 1.0);
   std::vector<double> row(8192);
-  for (auto& x : row) x = mode == 2 ? ud(g) : nd(g);
+  for (auto& x : row) x = mode == 2 ? ud(g) : mode == 3 ? wide(g) : nd(g);
   QuantileSketch s(0.005, 0);
   for (auto _ : state) {
     if (mode == 0) {
@@ -128,7 +129,7 @@ void BM_sketch_add(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_sketch_add)->ArgName("mode")->Arg(0)->Arg(1)->Arg(2);
+BENCHMARK(BM_sketch_add)->ArgName("mode")->Arg(0)->Arg(1)->Arg(2)->Arg(3);
 BENCHMARK(BM_stage_lap)->Arg(0)->Arg(1);
 BENCHMARK(BM_end_to_end)->ArgNames({"threads", "tokens", "weighting", "f32", "profile"})->Apply(args)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();
