@@ -92,6 +92,23 @@ class QuantileSketch {
   void add(const double* x, std::size_t n, SimdLevel level);
   /// @throws std::invalid_argument when the bucket layouts (relative accuracies) differ.
   void merge(const QuantileSketch& other);
+
+  /// A row's count and extremes without its buckets (see add_buckets()).
+  struct RowTally {
+    uint64_t n;
+    double min, max;
+  };
+  /// @brief Buckets and tallies apart, for a caller that fills buckets on several threads and
+  /// must keep the rest in order (Summary: one bucket sketch per thread and scenario, the count
+  /// and extremes merged per batch in report order). add_buckets() adds a row to this sketch
+  /// (exact_capacity 0) and returns the row's own tally; add_tally() adds a tally to a sketch,
+  /// merge_buckets() another sketch's buckets and zero count only. A sketch given every row's
+  /// tally and every row's buckets equals one given the rows: same counts, extremes, quantiles.
+  /// @throws std::domain_error as add(); std::logic_error when a sketch still keeps exact values
+  /// where buckets are required (add_buckets() on, merge_buckets() from).
+  RowTally add_buckets(const double* x, std::size_t n, SimdLevel level);
+  void add_tally(const RowTally& tally);
+  void merge_buckets(const QuantileSketch& other);
   uint64_t count() const noexcept { return n_; }
   /// @brief True while all values are still stored, i.e. quantiles are exact.
   bool exact() const noexcept { return exact_; }
@@ -117,6 +134,8 @@ class QuantileSketch {
   int32_t index_of(double magnitude) const noexcept;
   double representative(int32_t index) const noexcept;
   void sketch_add(double x);
+  /// The buckets of x[0, n) (sketch mode), new_min/new_max the extremes after them (growth bounds).
+  void add_to_stores(const double* x, std::size_t n, SimdLevel level, double new_min, double new_max);
   void to_sketch();
   friend std::vector<HistogramBin> histogram(const QuantileSketch&, double, double, std::size_t);
 

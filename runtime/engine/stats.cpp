@@ -185,6 +185,53 @@ void QuantileSketch::add(const double* x, std::size_t n, SimdLevel level) {
     i = take;
     if (i < n) to_sketch();
   }
+  add_to_stores(x + i, n - i, level, new_min, new_max);
+  n_ += n;
+  min_ = new_min;
+  max_ = new_max;
+}
+
+QuantileSketch::RowTally QuantileSketch::add_buckets(const double* x, std::size_t n, SimdLevel level) {
+  if (capacity_ != 0) throw std::logic_error("QuantileSketch::add_buckets: the sketch keeps exact values (capacity > 0)");
+  // The row's own extremes, as a fresh sketch's add() finds them (so add_tally() merges the
+  // bits merge() would have merged).
+  RowTally t{n, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+  if (!kernels::finite_extremes(x, n, t.min, t.max, level))
+    throw std::domain_error("QuantileSketch::add: value must be finite");
+  if (t.min == 0.0 || t.max == 0.0) {
+    t.min = std::numeric_limits<double>::infinity(), t.max = -t.min;
+    for (std::size_t k = 0; k < n; ++k) t.min = std::min(t.min, x[k]), t.max = std::max(t.max, x[k]);
+  }
+  if (n == 0) return t;
+  if (exact_) to_sketch();  // capacity 0: nothing kept yet
+  min_ = std::min(min_, t.min), max_ = std::max(max_, t.max);
+  add_to_stores(x, n, level, min_, max_);
+  n_ += n;
+  return t;
+}
+
+void QuantileSketch::add_tally(const RowTally& t) {
+  if (t.n == 0) return;
+  if (exact_) to_sketch();
+  n_ += t.n;
+  min_ = std::min(min_, t.min);
+  max_ = std::max(max_, t.max);
+}
+
+void QuantileSketch::merge_buckets(const QuantileSketch& other) {
+  if (other.subdivisions_ != subdivisions_)
+    throw std::invalid_argument("QuantileSketch::merge_buckets: relative accuracies differ");
+  if (other.exact_ && !other.values_.empty())
+    throw std::logic_error("QuantileSketch::merge_buckets: the other sketch keeps exact values");
+  if (&other == this || other.exact_) return;  // itself, or no buckets yet
+  if (exact_) to_sketch();
+  positive_.merge(other.positive_);
+  negative_.merge(other.negative_);
+  zero_count_ += other.zero_count_;
+}
+
+void QuantileSketch::add_to_stores(const double* x, std::size_t n, SimdLevel level, double new_min, double new_max) {
+  std::size_t i = 0;
   if (subdivisions_ >= 4096) {  // the index product may pass 2^64: the general path
     for (; i < n; ++i) sketch_add(x[i]);
   } else {
@@ -243,9 +290,6 @@ void QuantileSketch::add(const double* x, std::size_t n, SimdLevel level) {
     }
     zero_count_ += zeros;
   }
-  n_ += n;
-  min_ = new_min;
-  max_ = new_max;
 }
 
 void QuantileSketch::merge(const QuantileSketch& other) {

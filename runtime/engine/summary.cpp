@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <tbb/enumerable_thread_specific.h>
 
 #include "support/text_util.hpp"
 
@@ -14,7 +15,8 @@ constexpr std::size_t kExactCapacity = 4096;
 
 struct Partial : SinkPartial {
   struct Slot {
-    std::vector<QuantileSketch> sketches;
+    std::vector<QuantileSketch> sketches;           // a batch within the first kExactCapacity reports
+    std::vector<QuantileSketch::RowTally> tallies;  // later: the rows' counts and extremes (buckets: Pending)
     TopK top{0};
     std::vector<std::pair<std::uint64_t, std::string>> ids;  // ids of the chunk's top reports
   };
@@ -37,8 +39,28 @@ std::string head_name(std::uint32_t h) { return h ? "head" + std::to_string(h) :
 
 }  // namespace
 
+// Per thread: (scenario name, one bucket sketch per metric), in order of first appearance there.
+struct Summary::Pending {
+  using Buckets = std::vector<std::pair<std::string, std::vector<QuantileSketch>>>;
+  tbb::enumerable_thread_specific<Buckets> threads;
+};
+
 Summary::Summary(RunInfo info, SummaryOptions options)
-    : info_(std::move(info)), opt_(options), metric_count_(metric_names().size()) {}
+    : info_(std::move(info)), opt_(options), metric_count_(metric_names().size()), pending_(std::make_unique<Pending>()) {}
+
+Summary::~Summary() = default;
+
+const std::vector<Summary::Scenario>& Summary::gathered() const {
+  for (auto& buckets : pending_->threads) {
+    for (auto& [name, sketches] : buckets) {
+      const auto it = index_.find(name);
+      if (it == index_.end()) continue;  // prepared, never consumed (a run that failed)
+      for (std::size_t k = 0; k < sketches.size(); ++k) scenarios_[it->second].metrics[k].sketch.merge_buckets(sketches[k]);
+    }
+    buckets.clear();
+  }
+  return scenarios_;
+}
 
 std::vector<std::string> Summary::metric_names() const {
   std::vector<std::string> names{"head_separation"};
@@ -72,13 +94,26 @@ void Summary::prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& part
   // Quantiles stay exact while a scenario has at most kExactCapacity groups. A batch reaching
   // past that report index can only feed a scenario that will end in sketch mode (whatever the
   // chunking), so it skips storing values and goes straight to buckets.
-  const std::size_t capacity = b.first_report + b.n_reports() <= kExactCapacity ? kExactCapacity : 0;
-  for (const auto& m : res.metrics) {
+  const bool exact = b.first_report + b.n_reports() <= kExactCapacity;
+  Pending::Buckets* const mine = exact ? nullptr : &pending_->threads.local();
+  for (std::size_t j = 0; j < res.metrics.size(); ++j) {
+    const auto& m = res.metrics[j];
     Partial::Slot slot;
-    for (std::size_t k = 0; k < n_metrics; ++k) {
-      QuantileSketch s(opt_.relative_accuracy, capacity);
-      s.add(metric_row(m, k), m.n, opt_.simd);
-      slot.sketches.push_back(std::move(s));
+    if (exact) {
+      for (std::size_t k = 0; k < n_metrics; ++k) {
+        QuantileSketch s(opt_.relative_accuracy, kExactCapacity);
+        s.add(metric_row(m, k), m.n, opt_.simd);
+        slot.sketches.push_back(std::move(s));
+      }
+    } else {
+      const std::string& name = *res.scenario_names[j];
+      auto it = std::find_if(mine->begin(), mine->end(), [&](const auto& e) { return e.first == name; });
+      if (it == mine->end()) {
+        mine->emplace_back(name, std::vector<QuantileSketch>(n_metrics, QuantileSketch(opt_.relative_accuracy, 0)));
+        it = mine->end() - 1;
+      }
+      for (std::size_t k = 0; k < n_metrics; ++k)
+        slot.tallies.push_back(it->second[k].add_buckets(metric_row(m, k), m.n, opt_.simd));
     }
     slot.top = TopK(opt_.top_k);
     slot.top.add(m.separation.data(), m.n, b.first_report);
@@ -97,7 +132,10 @@ void Summary::consume(const BatchResult& res, SinkPartial* partial) {
     moments_.clear(), rows_.clear();
     for (std::size_t k = 0; k < s.metrics.size(); ++k) {
       moments_.push_back(&s.metrics[k].moments), rows_.push_back(metric_row(m, k));
-      s.metrics[k].sketch.merge(p->slots[j].sketches[k]);
+      if (p->slots[j].sketches.empty())
+        s.metrics[k].sketch.add_tally(p->slots[j].tallies[k]);
+      else
+        s.metrics[k].sketch.merge(p->slots[j].sketches[k]);
     }
     Moments::add_rows(moments_.data(), rows_.data(), moments_.size(), m.n);  // in report order, as add()
     s.top.merge(p->slots[j].top);
@@ -126,7 +164,7 @@ std::string Summary::json() const {
   root["quantiles"] = {{"method", "exact (linear interpolation) up to 4096 groups per scenario, else relative-error sketch"},
                        {"relative_accuracy", opt_.relative_accuracy}};
   ordered_json scen = ordered_json::array();
-  for (const auto& s : scenarios_) {
+  for (const auto& s : gathered()) {
     ordered_json js;
     js["scenario"] = s.name;
     js["count"] = s.count;
@@ -166,7 +204,7 @@ std::string Summary::table() const {
   // Fits 100 columns: the name column as wide as the longest name, at most 26; a longer name gets
   // a line of its own above its numbers.
   int w = 8;
-  for (const auto& s : scenarios_) w = std::max(w, int(std::min<std::size_t>(26, s.name.size())));
+  for (const auto& s : gathered()) w = std::max(w, int(std::min<std::size_t>(26, s.name.size())));
   std::snprintf(line, sizeof line, "%-*s %10s %8s %8s %8s %8s %8s %8s %8s\n", w, "scenario", "reports", "mean", "std",
                 "p01", "p10", "p50", "p90", "p99");
   out += line;

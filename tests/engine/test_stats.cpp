@@ -385,3 +385,53 @@ TEST_CASE("a row at once keeps the bits of min, max and buckets at every SIMD le
     }
   }
 }
+
+TEST_CASE("buckets filled apart (add_buckets, merge_buckets) and tallies in order (add_tally) equal add(), bit for bit",
+          "[stats]") {
+  const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+  std::mt19937_64 g(17);
+  std::normal_distribution<double> nd(0, 3);
+  // Rows as Summary's batches: an exact-mode head (the first 4096 values), then rows whose
+  // buckets go to one of three "thread" sketches by a shuffled assignment, their tallies merged in
+  // row order. Signed zeros as a row's extremes test the tallies' first-zero-in-order rule.
+  std::vector<std::vector<double>> rows;
+  for (std::size_t r = 0; r < 40; ++r) {
+    std::vector<double> row(r == 7 ? 0 : 300 + r * 17);
+    for (auto& x : row) x = r % 5 == 3 ? (g() % 2 ? 0.0 : -0.0) : g() % 11 == 0 ? (g() % 2 ? -0.0 : 0.0) : nd(g);
+    rows.push_back(row);
+  }
+  for (auto level : supported_levels()) {
+    QuantileSketch seq(0.005, 4096), split(0.005, 4096);
+    std::vector<QuantileSketch> threads(3, QuantileSketch(0.005, 0));
+    std::size_t seen = 0;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      const auto& row = rows[r];
+      seq.add(row.data(), row.size(), level);
+      if (seen + row.size() <= 4096) {
+        QuantileSketch part(0.005, 4096);
+        part.add(row.data(), row.size(), level);
+        split.merge(part);
+      } else {
+        split.add_tally(threads[(r * 7) % 3].add_buckets(row.data(), row.size(), level));
+      }
+      seen += row.size();
+    }
+    for (const auto& t : threads) split.merge_buckets(t);
+    INFO(to_string(level));
+    CHECK(!split.exact());
+    CHECK(split.count() == seq.count());
+    CHECK(bits(split.min()) == bits(seq.min()));
+    CHECK(bits(split.max()) == bits(seq.max()));
+    for (int k = 0; k <= 400; ++k) CHECK(bits(split.quantile(k / 400.0)) == bits(seq.quantile(k / 400.0)));
+    const auto h1 = histogram(split, split.min(), split.max(), 17), h2 = histogram(seq, seq.min(), seq.max(), 17);
+    for (std::size_t i = 0; i < h1.size(); ++i) CHECK(h1[i].count == h2[i].count);
+  }
+  // Buckets only where no exact values are kept: refused, not silently dropped.
+  QuantileSketch keeps(0.005, 10), bucket(0.005, 0);
+  const double two[] = {1.0, 2.0};
+  CHECK_THROWS_AS(keeps.add_buckets(two, 2, SimdLevel::scalar), std::logic_error);
+  keeps.add(two, 2);
+  CHECK_THROWS_AS(bucket.merge_buckets(keeps), std::logic_error);
+  CHECK_THROWS_AS(bucket.add_buckets(std::vector<double>{1.0, std::nan("")}.data(), 2, SimdLevel::scalar), std::domain_error);
+  CHECK_THROWS_AS(bucket.merge_buckets(QuantileSketch(0.01, 0)), std::invalid_argument);
+}
