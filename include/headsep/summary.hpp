@@ -77,8 +77,9 @@ class Summary final : public ResultSink {
   mutable std::vector<Scenario> scenarios_;  // mutable: gathered() merges the threads' buckets in
   std::unique_ptr<Pending> pending_;
   std::unordered_map<std::string, std::size_t> index_;
-  std::vector<Moments*> moments_;    // consume()'s scratch: one scenario's accumulators
-  std::vector<const double*> rows_;  // ... and their metric rows
+  std::vector<std::size_t> consumed_;  // consume()'s scratch: the batch's scenarios (indices),
+  std::vector<Moments*> moments_;      // their accumulators
+  std::vector<const double*> rows_;    // ... and metric rows
 };
 
 }  // namespace headsep

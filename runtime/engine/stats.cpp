@@ -49,7 +49,13 @@ void Moments::add(const double* x, std::size_t n) noexcept {
 void Moments::add_rows(Moments* const* m, const double* const* x, std::size_t k, std::size_t n) noexcept {
   std::size_t j = 0;
   for (; j + 4 <= k; j += 4) add_group<4>(m + j, x + j, n);
-  for (; j < k; ++j) add_group<1>(m + j, x + j, n);
+  // The rest as one group too: a row alone is one chain of dependent adds, ~4x the time per value.
+  switch (k - j) {
+    case 3: add_group<3>(m + j, x + j, n); break;
+    case 2: add_group<2>(m + j, x + j, n); break;
+    case 1: add_group<1>(m + j, x + j, n); break;
+    default: break;
+  }
 }
 
 void Moments::merge(const Moments& other) noexcept {

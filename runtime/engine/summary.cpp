@@ -125,11 +125,25 @@ void Summary::prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& part
 
 void Summary::consume(const BatchResult& res, SinkPartial* partial) {
   auto* p = static_cast<Partial*>(partial);
+  // Every slot's moments in one add_rows call (rows of one length): 3 scenarios x 5 metrics are
+  // three groups of 4 rows and one of 3, not three of 4 and three rows alone (each a single chain
+  // of dependent adds). First every scenario's index (scenario() may grow scenarios_ and move them).
+  consumed_.clear();
+  for (std::size_t j = 0; j < res.metrics.size(); ++j)
+    consumed_.push_back(static_cast<std::size_t>(&scenario(*res.scenario_names[j]) - scenarios_.data()));
+  moments_.clear(), rows_.clear();
   for (std::size_t j = 0; j < res.metrics.size(); ++j) {
     const auto& m = res.metrics[j];
-    Scenario& s = scenario(*res.scenario_names[j]);
+    Scenario& s = scenarios_[consumed_[j]];
     s.count += m.n;
-    moments_.clear(), rows_.clear();
+    // Another length, or a scenario already in the group (its rows must follow each other, not
+    // interleave): the rows so far first.
+    const bool again = std::find(consumed_.begin(), consumed_.begin() + std::ptrdiff_t(j), consumed_[j]) !=
+                       consumed_.begin() + std::ptrdiff_t(j);
+    if (j && (m.n != res.metrics[j - 1].n || again)) {
+      Moments::add_rows(moments_.data(), rows_.data(), moments_.size(), res.metrics[j - 1].n);
+      moments_.clear(), rows_.clear();
+    }
     for (std::size_t k = 0; k < s.metrics.size(); ++k) {
       moments_.push_back(&s.metrics[k].moments), rows_.push_back(metric_row(m, k));
       if (p->slots[j].sketches.empty())
@@ -137,7 +151,6 @@ void Summary::consume(const BatchResult& res, SinkPartial* partial) {
       else
         s.metrics[k].sketch.merge(p->slots[j].sketches[k]);
     }
-    Moments::add_rows(moments_.data(), rows_.data(), moments_.size(), m.n);  // in report order, as add()
     s.top.merge(p->slots[j].top);
     for (auto& [index, id] : p->slots[j].ids) s.top_ids.emplace(index, std::move(id));
     // Keep only the ids of reports still in the top k.
@@ -147,6 +160,8 @@ void Summary::consume(const BatchResult& res, SinkPartial* partial) {
       s.top_ids.swap(keep);
     }
   }
+  if (!res.metrics.empty())  // in report order, as add()
+    Moments::add_rows(moments_.data(), rows_.data(), moments_.size(), res.metrics.back().n);
 }
 
 std::uint64_t Summary::groups() const noexcept {
