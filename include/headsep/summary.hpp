@@ -30,7 +30,7 @@ struct SummaryOptions {
 /// Past a scenario's first 4096 reports the buckets stay on the thread that filled them (one
 /// sketch per thread, scenario and metric) and only each batch's count and extremes go through
 /// the serial stage; the readers (json, table, scenarios) first gather the threads' buckets. A
-/// fresh sketch per batch, grown and merged serially, was ~20 % of the main job's sink time.
+/// fresh sketch per batch, grown and merged serially, was a third of the main job's sink time.
 /// Readers and consume() run on one thread at a time, after prepare() of the batches they read.
 class Summary final : public ResultSink {
  public:
