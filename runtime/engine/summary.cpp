@@ -39,9 +39,9 @@ std::string head_name(std::uint32_t h) { return h ? "head" + std::to_string(h) :
 
 }  // namespace
 
-// Per thread: (scenario name, one bucket sketch per metric), in order of first appearance there.
+// Per thread: scenario name -> one bucket sketch per metric (gathered in any order: counts add).
 struct Summary::Pending {
-  using Buckets = std::vector<std::pair<std::string, std::vector<QuantileSketch>>>;
+  using Buckets = std::unordered_map<std::string, std::vector<QuantileSketch>>;
   tbb::enumerable_thread_specific<Buckets> threads;
 };
 
@@ -106,12 +106,8 @@ void Summary::prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& part
         slot.sketches.push_back(std::move(s));
       }
     } else {
-      const std::string& name = *res.scenario_names[j];
-      auto it = std::find_if(mine->begin(), mine->end(), [&](const auto& e) { return e.first == name; });
-      if (it == mine->end()) {
-        mine->emplace_back(name, std::vector<QuantileSketch>(n_metrics, QuantileSketch(opt_.relative_accuracy, 0)));
-        it = mine->end() - 1;
-      }
+      auto [it, fresh] = mine->try_emplace(*res.scenario_names[j]);
+      if (fresh) it->second.assign(n_metrics, QuantileSketch(opt_.relative_accuracy, 0));
       for (std::size_t k = 0; k < n_metrics; ++k)
         slot.tallies.push_back(it->second[k].add_buckets(metric_row(m, k), m.n, opt_.simd));
     }
