@@ -134,6 +134,9 @@ class QuantileSketch {
   int32_t index_of(double magnitude) const noexcept;
   double representative(int32_t index) const noexcept;
   void sketch_add(double x);
+  /// lo/hi (the extremes so far) extended by x[0, n), as add(x) one by one would leave them.
+  /// @throws std::domain_error unless every x is finite.
+  static void extremes(const double* x, std::size_t n, SimdLevel level, double& lo, double& hi);
   /// The buckets of x[0, n) (sketch mode), new_min/new_max the extremes after them (growth bounds).
   void add_to_stores(const double* x, std::size_t n, SimdLevel level, double new_min, double new_max);
   void to_sketch();

@@ -172,18 +172,24 @@ void QuantileSketch::add(double x) {
 
 void QuantileSketch::add(const double* x, std::size_t n) { add(x, n, default_level()); }
 
-void QuantileSketch::add(const double* x, std::size_t n, SimdLevel level) {
+void QuantileSketch::extremes(const double* x, std::size_t n, SimdLevel level, double& lo, double& hi) {
   // Finiteness and the extremes in one vector pass (kernels::finite_extremes). The order of
   // comparisons cannot change a non-zero extreme (equal non-zero doubles have equal bits); a zero
   // extreme takes the first zero in sequence order (-0.0 vs +0.0), so that rare case runs the
   // sequential loop.
-  double new_min = min_, new_max = max_;
-  if (!kernels::finite_extremes(x, n, new_min, new_max, level))
+  double new_lo = lo, new_hi = hi;
+  if (!kernels::finite_extremes(x, n, new_lo, new_hi, level))
     throw std::domain_error("QuantileSketch::add: value must be finite");
-  if (new_min == 0.0 || new_max == 0.0) {
-    new_min = min_, new_max = max_;
-    for (std::size_t k = 0; k < n; ++k) new_min = std::min(new_min, x[k]), new_max = std::max(new_max, x[k]);
+  if (new_lo == 0.0 || new_hi == 0.0) {
+    new_lo = lo, new_hi = hi;
+    for (std::size_t k = 0; k < n; ++k) new_lo = std::min(new_lo, x[k]), new_hi = std::max(new_hi, x[k]);
   }
+  lo = new_lo, hi = new_hi;
+}
+
+void QuantileSketch::add(const double* x, std::size_t n, SimdLevel level) {
+  double new_min = min_, new_max = max_;
+  extremes(x, n, level, new_min, new_max);
   std::size_t i = 0;
   if (exact_) {
     const std::size_t take = std::min(n, capacity_ > values_.size() ? capacity_ - values_.size() : std::size_t(0));
@@ -202,12 +208,7 @@ QuantileSketch::RowTally QuantileSketch::add_buckets(const double* x, std::size_
   // The row's own extremes, as a fresh sketch's add() finds them (so add_tally() merges the
   // bits merge() would have merged).
   RowTally t{n, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
-  if (!kernels::finite_extremes(x, n, t.min, t.max, level))
-    throw std::domain_error("QuantileSketch::add: value must be finite");
-  if (t.min == 0.0 || t.max == 0.0) {
-    t.min = std::numeric_limits<double>::infinity(), t.max = -t.min;
-    for (std::size_t k = 0; k < n; ++k) t.min = std::min(t.min, x[k]), t.max = std::max(t.max, x[k]);
-  }
+  extremes(x, n, level, t.min, t.max);
   if (n == 0) return t;
   if (exact_) to_sketch();  // capacity 0: nothing kept yet
   min_ = std::min(min_, t.min), max_ = std::max(max_, t.max);
@@ -282,8 +283,7 @@ void QuantileSketch::add_to_stores(const double* x, std::size_t n, SimdLevel lev
         }
         // Out of the store's range: grow once for every key of this store left in the block,
         // and up to the row's largest magnitude of this sign (known from its extremes). A fresh
-        // sketch (one per batch and metric in Summary::prepare) otherwise found its range a
-        // bucket at a time, a reallocation and copy each.
+        // sketch otherwise found its range a bucket at a time, a reallocation and copy each.
         const double top = s == 0 ? new_max : -new_min;
         int64_t lo = index, hi = top >= kZeroThreshold ? std::max<int64_t>(index, index_of(top)) : index;
         for (std::size_t t = j + 1; t < m; ++t)
