@@ -17,36 +17,66 @@ namespace {
 
 /// The vector levels' LayerNorm (layer_norm_rows): the row's sums in 8 interleaved double partial
 /// sums (lane j takes elements i ≡ j mod 8, combined as a tree), so the compiler vectorises them
-/// (one zmm of doubles on AVX-512) where the reference's single chain cannot be reordered. Inlined
-/// into one function per instruction set (target attributes, as gelu_inplace's clones), so no
-/// copy compiled with AVX flags is ever shared with baseline code.
-[[gnu::always_inline]] inline void layer_norm_body(float* x, const float* residual, std::size_t rows, std::size_t d,
-                                                   const float* g, const float* b, double eps) noexcept {
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* row = x + r * d;
-    if (residual)
-      for (std::size_t i = 0; i < d; ++i) row[i] += residual[r * d + i];
-    double s[8] = {};
-    std::size_t i = 0;
-    for (; i + 8 <= d; i += 8)
-      for (std::size_t j = 0; j < 8; ++j) s[j] += row[i + j];
-    for (std::size_t j = 0; i < d; ++i, ++j) s[j] += row[i];
-    const double mean = (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]))) / double(d);
-    double v[8] = {};
-    for (i = 0; i + 8 <= d; i += 8)
-      for (std::size_t j = 0; j < 8; ++j) {
-        const double c = row[i + j] - mean;
-        v[j] += c * c;
+/// (one zmm of doubles on AVX-512) where the reference's single chain cannot be reordered. R rows
+/// at a time, each with its own sums (the same bits as one at a time): one row's sums are a chain
+/// of d/8 dependent adds, and R chains overlap their latencies (alone, one row's chain was most of
+/// the LayerNorm's time). Inlined into one function per instruction set (target attributes, as
+/// gelu_inplace's clones), so no copy compiled with AVX flags is ever shared with baseline code.
+using v8f = float __attribute__((vector_size(32)));
+using v8d = double __attribute__((vector_size(64)));
+
+template <std::size_t R>
+[[gnu::always_inline]] inline void layer_norm_block(float* x, const float* residual, std::size_t d, const float* g,
+                                                    const float* b, double eps) noexcept {
+  v8d s[R] = {}, v[R] = {};
+  std::size_t i = 0;
+  for (; i + 8 <= d; i += 8)  // the residual added on the way (the same float add as a pass of its own)
+    for (std::size_t r = 0; r < R; ++r) {
+      v8f xv;
+      std::memcpy(&xv, x + r * d + i, sizeof xv);
+      if (residual) {
+        v8f rv;
+        std::memcpy(&rv, residual + r * d + i, sizeof rv);
+        xv += rv;
+        std::memcpy(x + r * d + i, &xv, sizeof xv);
       }
-    for (std::size_t j = 0; i < d; ++i, ++j) {
-      const double c = row[i] - mean;
-      v[j] += c * c;
+      s[r] += __builtin_convertvector(xv, v8d);
     }
-    const double var = (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]))) / double(d);
-    const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
-    const float m = static_cast<float>(mean);
+  for (std::size_t j = 0; i < d; ++i, ++j)
+    for (std::size_t r = 0; r < R; ++r) {
+      if (residual) x[r * d + i] += residual[r * d + i];
+      s[r][j] += x[r * d + i];
+    }
+  const auto tree = [](const v8d& t) { return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7])); };
+  double mean[R];
+  for (std::size_t r = 0; r < R; ++r) mean[r] = tree(s[r]) / double(d);
+  for (i = 0; i + 8 <= d; i += 8)
+    for (std::size_t r = 0; r < R; ++r) {
+      v8f xv;
+      std::memcpy(&xv, x + r * d + i, sizeof xv);
+      const v8d c = __builtin_convertvector(xv, v8d) - mean[r];
+      v[r] += c * c;
+    }
+  for (std::size_t j = 0; i < d; ++i, ++j)
+    for (std::size_t r = 0; r < R; ++r) {
+      const double c = x[r * d + i] - mean[r];
+      v[r][j] += c * c;
+    }
+  for (std::size_t r = 0; r < R; ++r) {
+    const float inv = static_cast<float>(1.0 / std::sqrt(tree(v[r]) / double(d) + eps));
+    const float m = static_cast<float>(mean[r]);
+    float* row = x + r * d;
     for (i = 0; i < d; ++i) row[i] = (row[i] - m) * inv * g[i] + b[i];
   }
+}
+
+[[gnu::always_inline]] inline void layer_norm_body(float* x, const float* residual, std::size_t rows, std::size_t d,
+                                                   const float* g, const float* b, double eps) noexcept {
+  constexpr std::size_t kRows = 4;
+  std::size_t r = 0;
+  for (; r + kRows <= rows; r += kRows)
+    layer_norm_block<kRows>(x + r * d, residual ? residual + r * d : nullptr, d, g, b, eps);
+  for (; r < rows; ++r) layer_norm_block<1>(x + r * d, residual ? residual + r * d : nullptr, d, g, b, eps);
 }
 
 #if defined(__x86_64__)
