@@ -262,7 +262,7 @@ def timings(a, hs, case, T, variants):
     def ort_impl(model, v):
         def make():
             run = ort_peers.runner(ort_peers.session(model, T, v), feeds["x"], v)
-            run()  # warm-up: the arena's first allocations
+            ort_peers.warm_up(run)
             return run
         return make
     for g, model in models.items():

@@ -14,6 +14,7 @@ memory pattern / arena, spinning, IO binding).
 """
 import math
 import os
+import time
 
 import numpy as np
 
@@ -183,6 +184,22 @@ def runner(sess, X, variant):
         sess.run_with_iobinding(io)
         return keep
     return run
+
+
+def warm_up(run, most=8, settle=0.05):
+    """Run a fresh session until it is in its steady state: at least three runs, then on while a
+    run is more than `settle` faster than the one before (at most `most`). A session's first
+    runs plan its memory pattern and grow its arena: on the 256² batch (Xeon, one thread) runs 1, 2,
+    3, 4.. of one session took 1.1-1.3, 0.85-0.90 and 0.62-0.72 s — timing the second run, as this
+    bench did until 2026-12-04, put every onnxruntime peer 25-40 % under its steady state."""
+    last = None
+    for i in range(most):
+        t0 = time.perf_counter()
+        run()
+        dt = time.perf_counter() - t0
+        if i >= 2 and last is not None and dt > last * (1 - settle):
+            return
+        last = dt
 
 
 def profile_ops(model, X, threads, folder, runs=3):
