@@ -11,7 +11,8 @@ Timed on T threads (torch.set_num_threads(T), ORT intra_op_num_threads=T, headse
   (b) torch scaled_dot_product_attention (fused, no weights) with the projections;
   (c) torch doing headsep's whole job: every per-report metric and the summary
       (attention_torch_peer.py; checked against headsep's --per-report CSV and --summary first);
-  (d) onnxruntime: the plain, fused-QKV and Attention-23 graphs under session variants (ort_peers.py);
+  (d) onnxruntime: the plain, fused-QKV and Attention-23 graphs under session variants (ort_peers.py),
+      each round a fresh session run until its runs settle (ort_peers.warm_up) before the timed ones;
   (e) headsep run --scenario tensor --weighting qkv (every metric and the summary), its engine time.
 Agreement: ORT, SDPA and headsep (--attention maps of the first 8 reports) against torch's weights
 and output, within 1e-4. Run it through bench/run_attention_peers.sh (it finds or creates the venv).
