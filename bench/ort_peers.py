@@ -189,15 +189,15 @@ def runner(sess, X, variant):
 def warm_up(run, most=8, settle=0.05):
     """Run a fresh session until it is in its steady state: at least three runs, then on while a
     run is more than `settle` faster than the one before (at most `most`). A session's first
-    runs plan its memory pattern and grow its arena: on the 256² batch (Xeon, one thread) runs 1, 2,
-    3, 4.. of one session took 1.1-1.3, 0.85-0.90 and 0.62-0.72 s — timing the second run, as this
-    bench did until 2026-12-04, put every onnxruntime peer 25-40 % under its steady state."""
-    last = None
+    runs plan its memory pattern and grow its arena: on the 256² batch (Xeon, one thread) run 1 of
+    a session took 1.1-1.3 s, run 2 0.85-0.90 s, runs 3 on 0.62-0.72 s — timing the second run, as
+    this bench did until 2026-12-04, put every onnxruntime peer 25-40 % under its steady state."""
+    last = float("inf")
     for i in range(most):
         t0 = time.perf_counter()
         run()
         dt = time.perf_counter() - t0
-        if i >= 2 and last is not None and dt > last * (1 - settle):
+        if i >= 2 and dt > last * (1 - settle):
             return
         last = dt
 

@@ -16,11 +16,11 @@ namespace headsep {
 namespace {
 
 /// The vector levels' LayerNorm (layer_norm_rows): the row's sums in 8 interleaved double partial
-/// sums (lane j takes elements i ≡ j mod 8, combined as a tree), so the compiler vectorises them
-/// (one zmm of doubles on AVX-512) where the reference's single chain cannot be reordered. R rows
-/// at a time, each with its own sums (the same bits as one at a time): one row's sums are a chain
-/// of d/8 dependent adds, and R chains overlap their latencies (alone, one row's chain was most of
-/// the LayerNorm's time). Inlined into one function per instruction set (target attributes, as
+/// sums (lane j takes elements i ≡ j mod 8, combined as a tree), one vector of 8 doubles (a zmm on
+/// AVX-512), where the reference's single chain cannot be reordered. R rows at a time, each with
+/// its own sums (the same bits as one at a time): one row's sums are a chain of d/8 dependent
+/// adds, and R chains overlap their latencies (MiniLM's LayerNorm 2.2 -> 1.8 % of its forward,
+/// Xeon). Inlined into one function per instruction set (target attributes, as
 /// gelu_inplace's clones), so no copy compiled with AVX flags is ever shared with baseline code.
 using v8f = float __attribute__((vector_size(32)));
 using v8d = double __attribute__((vector_size(64)));
