@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue 27's whole measurement on the CPU this runs on, in one go: the README's "targets on each
 # CPU" table wants a column per CPU (Zen 3 with AVX2 only, a Xeon with AVX-512, Zen 4), and each
-# column is these five benches, run one after another on an otherwise idle machine (~25 min; the
+# column is these seven benches, run one after another on an otherwise idle machine (~40 min; the
 # peers' venv with torch and onnxruntime is made on first use, ~5.5 GB). Everything printed also
 # goes to bench-results/issue27-<date>-<cpu>.log, which starts with bench/machine.py's CPU line.
-# Usage: bench/run_issue27.sh [--quick]   (--quick: fewer rounds and reports, ~8 min, a smoke run)
+# Usage: bench/run_issue27.sh [--quick]   (--quick: fewer rounds and reports, ~12 min, a smoke run)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 quick=0
@@ -16,7 +16,7 @@ log="$here/bench-results/issue27-$(date -u +%Y%m%dT%H%MZ)-$slug.log"
 exec > >(tee "$log") 2>&1
 echo "# issue 27 on: $cpu"
 echo "# commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%F %T') UTC"
-if [ $quick = 1 ]; then reports=1000000 repeat=2 reps=3; else reports=10000000 repeat=5 reps=9; fi
+if [ $quick = 1 ]; then reports=1000000 repeat=2 vrepeat=1 reps=3; else reports=10000000 repeat=5 vrepeat=3 reps=9; fi
 step() { echo; echo "## $*"; echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
 step "1. the main job against NumPy in memory (target 1: >= 10x on 2 threads; 1 thread >= 9 M groups/s)"
@@ -27,6 +27,13 @@ source "$here/scripts/setup.sh"
   --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 step "2. attention against torch and onnxruntime (target 2)"
 bash "$here/bench/run_attention_peers.sh" --threads 1,2 --repeat "$repeat"
+# The issue compares with the best onnxruntime set-up a user could write: every graph under every
+# session variant at 256² (the rows above try two variants per graph).
+step "2. every onnxruntime graph and session variant, 256², 1 thread (target 2: the best set-up)"
+bash "$here/bench/run_attention_peers.sh" --shapes 256x256x256x8 --threads 1 --repeat "$vrepeat" \
+  --ort-variants all --ort-variants-others all
+step "2. the 256² attention against this CPU's FLOP + exp + log roofline"
+bash "$here/bench/roofline.sh" attention "$HEADSEP_BUILD" 256x256x256x8
 for t in 1 2; do
   step "3. MiniLM against torch eager with maps and torch SDPA, $t thread(s) (target 3)"
   bash "$here/bench/run_model_peers.sh" --threads "$t"
