@@ -267,7 +267,8 @@ template <std::uint32_t LT>
 #if defined(__GNUC__) && defined(__x86_64__)
 // ---- AVX-512: eight reports per vector --------------------------------------------------------
 // The same operations in the same order per lane as lanes4 (so the same bits); tokens come in
-// with one gather per (column, token) and go out with one scatter per (row, token).
+// with one masked load per (column, report) and a transpose (load8_tokens), and go out the same
+// way back (store8_tokens).
 using v8d = double __attribute__((vector_size(64)));
 using v8i = std::int64_t __attribute__((vector_size(64)));
 
@@ -304,11 +305,60 @@ template <std::uint32_t K>
   }
 }
 
+// 8 x 8 transpose in registers: r[i] lane j -> r[j] lane i (three rounds of eight shuffles).
+[[gnu::always_inline, gnu::target("avx512f")]] inline void transpose8(__m512d* r) noexcept {
+  __m512d t[8];
+  // t[i] = [a0 b0 a2 b2 ..], t[i+1] = [a1 b1 a3 b3 ..] (the masked forms with a zero source: GCC 12
+  // warns on the plain ones' undefined source)
+  const __m512d zero = _mm512_setzero_pd();
+  for (std::uint32_t i = 0; i < 8; i += 2) {
+    t[i] = _mm512_mask_unpacklo_pd(zero, 0xFF, r[i], r[i + 1]);
+    t[i + 1] = _mm512_mask_unpackhi_pd(zero, 0xFF, r[i], r[i + 1]);
+  }
+  const __m512i even = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), odd = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  const __m512i low = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11), high = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
+  __m512d q[8];  // q[4g + j]: lanes report[j] and report[j] + 4 of rows 4g..4g+3
+  for (std::uint32_t g = 0; g < 2; ++g) {
+    const __m512d* u = t + 4 * g;
+    q[4 * g] = _mm512_permutex2var_pd(u[0], even, u[2]);
+    q[4 * g + 1] = _mm512_permutex2var_pd(u[0], odd, u[2]);
+    q[4 * g + 2] = _mm512_permutex2var_pd(u[1], even, u[3]);
+    q[4 * g + 3] = _mm512_permutex2var_pd(u[1], odd, u[3]);
+  }
+  constexpr std::uint32_t report[4] = {0, 2, 1, 3};
+  for (std::uint32_t j = 0; j < 4; ++j) {
+    r[report[j]] = _mm512_permutex2var_pd(q[j], low, q[4 + j]);
+    r[report[j] + 4] = _mm512_permutex2var_pd(q[j], high, q[4 + j]);
+  }
+}
+
+// Tokens [i0, i0 + m) of eight reports (lo[j]: report j's first token in the column f) into
+// x[i0 + i], one report per lane: one masked load per report, whose tokens are contiguous, then a
+// transpose (m gathers did the same with 8 m single loads).
+[[gnu::always_inline, gnu::target("avx512f")]] inline void load8_tokens(const double* f, const std::uint64_t* lo, std::uint32_t i0,
+                                                                       std::uint32_t m, __m512d* x) noexcept {
+  const __mmask8 k = static_cast<__mmask8>((1u << m) - 1);
+  __m512d r[8];
+  for (std::uint32_t j = 0; j < 8; ++j) r[j] = _mm512_maskz_loadu_pd(k, f + lo[j] + i0);
+  transpose8(r);
+  for (std::uint32_t i = 0; i < m; ++i) x[i] = r[i];
+}
+
+// x[i0 + i] * inv for i < m (token i, one report per lane) into each report's tokens: a
+// transpose, then one masked store per report (m scatters did the same with 8 m single stores).
+[[gnu::always_inline, gnu::target("avx512f")]] inline void store8_tokens(double* o, const std::uint64_t* lo, std::uint32_t i0,
+                                                                        std::uint32_t m, const v8d* x, v8d inv) noexcept {
+  __m512d r[8];
+  for (std::uint32_t i = 0; i < 8; ++i) r[i] = i < m ? (__m512d)(x[i0 + i] * inv) : _mm512_setzero_pd();
+  transpose8(r);
+  const __mmask8 k = static_cast<__mmask8>((1u << m) - 1);
+  for (std::uint32_t j = 0; j < 8; ++j) _mm512_mask_storeu_pd(o + lo[j] + i0, k, r[j]);
+}
+
 template <std::uint32_t LT>
 [[gnu::always_inline, gnu::target("avx512f")]] inline void lanes8(const Ctx& c, const std::uint64_t* lo, std::uint32_t L_) {
   constexpr std::uint32_t kCap = LT ? LT : kMaxLane;
   const std::uint32_t L = LT ? LT : L_;
-  const __m512i base = _mm512_loadu_si512(lo);
   const std::uint32_t C = c.n_axes;
   v8d z[(kMaxAxes + 1) * kCap];
   v8d* const mean = z + C * kCap;
@@ -319,10 +369,11 @@ template <std::uint32_t LT>
     for (std::uint32_t t = c.term_begin[a]; t < c.term_begin[a + 1]; ++t) {
       const double* const f = c.feat[c.term_slot[t]];
       const double k = c.term_k[t];
-      for (std::uint32_t i = 0; i < L; ++i) {
-        // (the masked form with a zero source: GCC 12 warns on the unmasked one's undefined source)
-        const v8d g = _mm512_mask_i64gather_pd(_mm512_setzero_pd(), 0xFF, _mm512_add_epi64(base, _mm512_set1_epi64(i)), f, 8);
-        za[i] = za[i] + k * g;
+      for (std::uint32_t i0 = 0; i0 < L; i0 += 8) {
+        const std::uint32_t m = L - i0 < 8 ? L - i0 : 8;
+        __m512d g[8];
+        load8_tokens(f, lo, i0, m, g);
+        for (std::uint32_t i = 0; i < m; ++i) za[i0 + i] = za[i0 + i] + k * (v8d)g[i];
       }
     }
     for (std::uint32_t i = 0; i < L; ++i) mean[i] = mean[i] + za[i];
@@ -350,9 +401,7 @@ template <std::uint32_t LT>
     v8d sum = {};
     for (std::uint32_t i = 0; i < L; ++i) sum = sum + xr[i];
     const v8d inv = 1.0 / sum;
-    double* o = c.out[row];
-    for (std::uint32_t i = 0; i < L; ++i)
-      _mm512_i64scatter_pd(o, _mm512_add_epi64(base, _mm512_set1_epi64(i)), (__m512d)(xr[i] * inv), 8);
+    for (std::uint32_t i0 = 0; i0 < L; i0 += 8) store8_tokens(c.out[row], lo, i0, L - i0 < 8 ? L - i0 : 8, xr, inv);
   }
 }
 
@@ -372,33 +421,25 @@ template <std::uint32_t LT>
 
 [[gnu::target("avx512f")]] void run_avx512(const Ctx& c, const std::uint64_t* off, std::uint64_t R, bool lanes) {
   thread_local std::vector<double> scratch;  // long reports only; grows, never shrinks
-  // A full group is run one group later: lanes8 loads its eight offsets as one vector, which
-  // right after the eight scalar stores would wait on a failed store forward. So each length
-  // fills two queues in turn, and the group waiting to run keeps its queue until it has run.
-  std::uint64_t pend[kMaxLane + 1][2][8];
-  std::uint32_t np[kMaxLane + 1] = {}, side[kMaxLane + 1] = {};
-  const std::uint64_t* waiting = nullptr;
-  std::uint32_t waiting_len = 0;
+  std::uint64_t pend[kMaxLane + 1][8];
+  std::uint32_t np[kMaxLane + 1] = {};
   for (std::uint64_t r = 0; r < R; ++r) {
     const std::uint64_t lo = off[r], L = off[r + 1] - lo;
     if (L - 1 >= kMaxLane || !lanes) {  // L == 0 wraps round: nothing to write
       if (L) one_report(c, lo, L, scratch);
       continue;
     }
-    std::uint64_t* p = pend[L][side[L]];
+    std::uint64_t* p = pend[L];
     p[np[L]] = lo;
     if (++np[L] == 8) {
-      np[L] = 0, side[L] ^= 1;
-      if (waiting) lanes8_any(c, waiting, waiting_len);
-      waiting = p, waiting_len = static_cast<std::uint32_t>(L);
+      np[L] = 0;
+      lanes8_any(c, p, static_cast<std::uint32_t>(L));
     }
   }
-  if (waiting) lanes8_any(c, waiting, waiting_len);
   for (std::uint32_t L = 1; L <= kMaxLane; ++L) {
     if (!np[L]) continue;
-    std::uint64_t* p = pend[L][side[L]];
-    for (std::uint32_t j = np[L]; j < 8; ++j) p[j] = p[np[L] - 1];
-    lanes8_any(c, p, L);
+    for (std::uint32_t j = np[L]; j < 8; ++j) pend[L][j] = pend[L][np[L] - 1];
+    lanes8_any(c, pend[L], L);
   }
 }
 
