@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue 27's whole measurement on the CPU this runs on, in one go: the README's "targets on each
 # CPU" table wants a column per CPU (Zen 3 with AVX2 only, a Xeon with AVX-512, Zen 4), and each
-# column is these seven benches, run one after another on an otherwise idle machine (~40 min; the
+# column is these seven benches, run one after another on an otherwise idle machine (~35 min; the
 # peers' venv with torch and onnxruntime is made on first use, ~5.5 GB). Everything printed also
 # goes to bench-results/issue27-<date>-<cpu>.log, which starts with bench/machine.py's CPU line.
-# Usage: bench/run_issue27.sh [--quick]   (--quick: fewer rounds and reports, ~12 min, a smoke run)
+# Usage: bench/run_issue27.sh [--quick]   (--quick: fewer rounds and reports, ~13 min, a smoke run)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 quick=0
