@@ -240,9 +240,13 @@ template <std::uint32_t LT>
   }
 }
 
-[[gnu::always_inline]] inline void run_impl(const Ctx& c, const std::uint64_t* off, std::uint64_t R, bool lanes) {
+// Reports of up to kMaxLane tokens queued by length, N of one length at a time through Group
+// (lanes4_any: 4 per AVX2 or generic vector; lanes8_any: 8 per AVX-512 vector); longer ones, or
+// every report with lanes off, one by one.
+template <std::uint32_t N, void (*Group)(const Ctx&, const std::uint64_t*, std::uint32_t)>
+[[gnu::always_inline]] inline void run_groups(const Ctx& c, const std::uint64_t* off, std::uint64_t R, bool lanes) {
   thread_local std::vector<double> scratch;  // long reports only; grows, never shrinks
-  std::uint64_t pend[kMaxLane + 1][4];
+  std::uint64_t pend[kMaxLane + 1][N];
   std::uint32_t np[kMaxLane + 1] = {};
   for (std::uint64_t r = 0; r < R; ++r) {
     const std::uint64_t lo = off[r], L = off[r + 1] - lo;
@@ -252,15 +256,15 @@ template <std::uint32_t LT>
     }
     std::uint64_t* p = pend[L];
     p[np[L]] = lo;
-    if (++np[L] == 4) {
+    if (++np[L] == N) {
       np[L] = 0;
-      lanes4_any(c, p, static_cast<std::uint32_t>(L));
+      Group(c, p, static_cast<std::uint32_t>(L));
     }
   }
   for (std::uint32_t L = 1; L <= kMaxLane; ++L) {
     if (!np[L]) continue;
-    for (std::uint32_t j = np[L]; j < 4; ++j) pend[L][j] = pend[L][np[L] - 1];
-    lanes4_any(c, pend[L], L);
+    for (std::uint32_t j = np[L]; j < N; ++j) pend[L][j] = pend[L][np[L] - 1];
+    Group(c, pend[L], L);
   }
 }
 
@@ -405,7 +409,8 @@ template <std::uint32_t LT>
   }
 }
 
-[[gnu::always_inline, gnu::target("avx512f")]] inline void lanes8_any(const Ctx& c, const std::uint64_t* lo, std::uint32_t L) {
+// Not always_inline: run_groups, generic code, calls it (one call per eight reports).
+[[gnu::target("avx512f")]] void lanes8_any(const Ctx& c, const std::uint64_t* lo, std::uint32_t L) {
   switch (L) {
     case 1: return lanes8<1>(c, lo, 1);
     case 2: return lanes8<2>(c, lo, 2);
@@ -420,34 +425,16 @@ template <std::uint32_t LT>
 }
 
 [[gnu::target("avx512f")]] void run_avx512(const Ctx& c, const std::uint64_t* off, std::uint64_t R, bool lanes) {
-  thread_local std::vector<double> scratch;  // long reports only; grows, never shrinks
-  std::uint64_t pend[kMaxLane + 1][8];
-  std::uint32_t np[kMaxLane + 1] = {};
-  for (std::uint64_t r = 0; r < R; ++r) {
-    const std::uint64_t lo = off[r], L = off[r + 1] - lo;
-    if (L - 1 >= kMaxLane || !lanes) {  // L == 0 wraps round: nothing to write
-      if (L) one_report(c, lo, L, scratch);
-      continue;
-    }
-    std::uint64_t* p = pend[L];
-    p[np[L]] = lo;
-    if (++np[L] == 8) {
-      np[L] = 0;
-      lanes8_any(c, p, static_cast<std::uint32_t>(L));
-    }
-  }
-  for (std::uint32_t L = 1; L <= kMaxLane; ++L) {
-    if (!np[L]) continue;
-    for (std::uint32_t j = np[L]; j < 8; ++j) pend[L][j] = pend[L][np[L] - 1];
-    lanes8_any(c, pend[L], L);
-  }
+  run_groups<8, lanes8_any>(c, off, R, lanes);
 }
 
 [[gnu::target("avx2")]] void run_avx2(const Ctx& c, const std::uint64_t* off, std::uint64_t R, bool lanes) {
-  run_impl(c, off, R, lanes);
+  run_groups<4, lanes4_any>(c, off, R, lanes);
 }
 #endif
-void run_generic(const Ctx& c, const std::uint64_t* off, std::uint64_t R, bool lanes) { run_impl(c, off, R, lanes); }
+void run_generic(const Ctx& c, const std::uint64_t* off, std::uint64_t R, bool lanes) {
+  run_groups<4, lanes4_any>(c, off, R, lanes);
+}
 
 }  // namespace
 
