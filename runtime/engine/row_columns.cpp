@@ -24,8 +24,9 @@ void RowColumns::consume(const BatchResult& res, SinkPartial*) {
     slot[j] = static_cast<std::uint32_t>(it - scenarios_.begin());
     if (it == scenarios_.end()) scenarios_.push_back(name);
   }
-  const std::size_t rows = b.n_reports() * res.metrics.size();
-  for (auto& col : values_) col.reserve(col.size() + rows);
+  // No reserve(size + rows) here: an exact reserve per batch defeats push_back's geometric
+  // growth and made keeping rows quadratic in the run (issue 47). Capacity grows by doubling.
+  const std::size_t capacity = values_.empty() ? report_of_.capacity() : values_.front().capacity();
   for (std::size_t r = 0; r < b.n_reports(); ++r) {
     const std::uint64_t report = report_ids_.size();
     report_ids_.push_back(b.report_id(r));
@@ -50,6 +51,7 @@ void RowColumns::consume(const BatchResult& res, SinkPartial*) {
       for (std::size_t k = 0; k < values_.size(); ++k) values_[k].push_back(row_[k]);
     }
   }
+  if ((values_.empty() ? report_of_.capacity() : values_.front().capacity()) != capacity) ++regrowths_;
 }
 
 }  // namespace headsep

@@ -36,6 +36,9 @@ class RowColumns final : public ResultSink {
   /// (token_ids()[token_offset()[i] ..], as tokens()). Empty otherwise.
   const std::vector<std::uint32_t>& layer_of() const noexcept { return layer_of_; }
   const std::vector<std::uint32_t>& token_ids() const noexcept { return token_ids_; }
+  /// Batches after which the columns' buffers had moved (grown): O(log rows) while growth is
+  /// geometric, one per batch if it were not (tests count it instead of timing the rows).
+  std::size_t regrowths() const noexcept { return regrowths_; }
 
  private:
   RunInfo info_;
@@ -51,6 +54,7 @@ class RowColumns final : public ResultSink {
   std::vector<std::uint32_t> layer_of_;
   std::vector<std::uint32_t> token_ids_;
   std::vector<double> row_;  // consume()'s scratch: one row's values
+  std::size_t regrowths_ = 0;
 };
 
 }  // namespace headsep
