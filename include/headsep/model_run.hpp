@@ -74,6 +74,9 @@ struct ModelRunOptions {
   /// the summary; 0 = not known (a source that is not a text generator).
   std::uint32_t max_tokens = 0;
   std::string max_tokens_from;
+  /// What an empty text becomes: the tokenizer's own special tokens for "" (e.g. "[CLS] [SEP]",
+  /// "<s>"), for the run's note on empty reports; empty when unknown or when it adds none.
+  std::string empty_text_tokens;
   bool progress = false;  ///< progress bar on stderr, as RunOptions::progress (callers check it is a terminal)
   /// As RunOptions::stop: set to true from any thread, the input stage takes no further batch and
   /// run_model throws Interrupted (the Python module on Ctrl-C). Null: never stopped.
@@ -126,6 +129,7 @@ struct ModelSummary {
   std::string simd;
   std::uint32_t max_tokens = 0;  ///< ModelRunOptions::max_tokens
   std::string max_tokens_from;
+  std::string empty_text_tokens;  ///< ModelRunOptions::empty_text_tokens
 
   std::string json() const;
   std::string table() const;

@@ -133,6 +133,7 @@ class OpsText final : public ScenarioGenerator {
     cb.reset(tk_.axes().size());
     for (std::uint64_t r = 0; r < n; ++r) {
       tk_.encode(text(first + r), cb.enc);
+      if (cb.enc.ids.empty()) throw PluginError("report 'ops-text-" + std::to_string(first + r) + "': " + headsep_text::kNoTokenReason);
       cb.add(tk_, names_);
     }
     cb.write(out);

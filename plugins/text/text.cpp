@@ -71,6 +71,7 @@ class TextGenerator final : public ScenarioGenerator {
       } catch (const headsep::Error& e) {
         throw PluginError(where + "report '" + r.id + "': text is not valid UTF-8 (" + e.what() + " of the text)");
       }
+      if (cb_.enc.ids.empty()) throw PluginError(where + "report '" + r.id + "': " + headsep_text::kNoTokenReason);
       cb_.add(tk_, names_);
       ids_.push_back(r.id);
       pending_ = next_record();

@@ -205,6 +205,12 @@ class Tokenizer {
 /// Feature text_status, on every token of a report: 0, kTruncated (the text was cut at the
 /// truncation length) or kEmpty (no token of a word: [CLS] [SEP] only, or for BPE the template's,
 /// whitespace and special tokens only: an empty or whitespace-only text).
+/// Why a text without any token is refused (issue 52): a model cannot run a zero-length sequence,
+/// and measuring it as something else would invent numbers. Reports keep their text otherwise.
+inline constexpr const char* kNoTokenReason =
+    "the text has no token to measure: it is empty or whitespace-only and this model's tokenizer adds no special "
+    "token (transformers cannot run a zero-length sequence either); remove the report or give it text";
+
 struct ChunkBuilder {
   static constexpr double kTruncated = 1, kEmpty = 2;
   std::vector<std::uint64_t> offsets{0};

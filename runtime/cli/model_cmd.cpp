@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "support/text_util.hpp"
 #include "headsep/attention.hpp"
 #include "headsep/architecture.hpp"
 #include "headsep/error.hpp"
@@ -33,7 +34,8 @@ ModelJob open_model_job(const RunArgs& a, bool report) {
 }
 
 /// One line each on stderr (after the outputs): how many reports were cut at the truncation
-/// length, how many had no token ([CLS] [SEP] only); the summary counts them per scenario.
+/// length, how many had no word token (the tokenizer's special tokens only, e.g. [CLS] [SEP] or
+/// <s>); the summary counts them per scenario.
 void report_text_status(const ModelSummary& sum) {
   std::uint64_t reports = 0, truncated = 0, empty = 0;
   for (const auto& sc : sum.scenarios) reports += sc.reports, truncated += sc.truncated_reports, empty += sc.empty_reports;
@@ -42,8 +44,10 @@ void report_text_status(const ModelSummary& sum) {
                  static_cast<unsigned long long>(truncated), static_cast<unsigned long long>(reports), sum.max_tokens,
                  sum.max_tokens_from == "max_tokens" ? "-p max_tokens" : sum.max_tokens_from.c_str());
   if (empty)
-    std::fprintf(stderr, "headsep: note: %llu of %llu reports have an empty or whitespace-only text: measured as [CLS] [SEP] (docs/MODEL.md)\n",
-                 static_cast<unsigned long long>(empty), static_cast<unsigned long long>(reports));
+    std::fprintf(stderr, "headsep: note: %llu of %llu reports have an empty or whitespace-only text: measured as %s (docs/MODEL.md)\n",
+                 static_cast<unsigned long long>(empty), static_cast<unsigned long long>(reports),
+                 sum.empty_text_tokens.empty() ? "the tokenizer's special tokens"
+                                               : printable(sum.empty_text_tokens).c_str());
 }
 
 /// The summary's run block of a --model job (start time now; threads and SIMD as the run reports them).

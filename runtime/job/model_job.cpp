@@ -4,6 +4,7 @@
 
 #include "headsep/error.hpp"
 #include "headsep/model_tokenizer.hpp"
+#include "headsep/tokenizer.hpp"
 
 namespace headsep::job {
 
@@ -30,8 +31,12 @@ ModelJob open_model_job(const JobArgs& a, bool report, const std::filesystem::pa
     std::int64_t max_tokens = 0;
     for (const auto& [k, v] : resolved)
       if (k == "max_tokens") max_tokens = std::stoll(v);
-    const TruncationLength t = ModelTokenizer::load(a.model, max_tokens).truncation;
-    job.options.max_tokens = t.tokens, job.options.max_tokens_from = t.source;
+    const ModelTokenizer mt = ModelTokenizer::load(a.model, max_tokens);
+    job.options.max_tokens = mt.truncation.tokens, job.options.max_tokens_from = mt.truncation.source;
+    Encoding empty;  // what an empty text is measured as: the tokenizer's own special tokens
+    mt.tokenizer->encode("", empty);
+    for (const std::uint32_t id : empty.ids)
+      job.options.empty_text_tokens += (job.options.empty_text_tokens.empty() ? "" : " ") + mt.tokenizer->token(id);
   }
   job.source = open_scenario_plugin(registry, a.scenario, sparams);
   job.plugins = {plugin_use("scenario", sp, sparams)};

@@ -118,6 +118,9 @@ void ModelBatch::token_ids(const ReportBatch& b, BatchScratch& s) const {
 
 void ModelBatch::check_lengths(const ReportBatch& b) const {
   for (std::size_t r = 0; r < b.n_reports(); ++r)
+    if (b.report_length(r) == 0)  // a model cannot run a zero-length sequence (transformers refuses it too)
+      throw Error("report '" + b.report_id(r) + "': no token to measure (an empty sequence): give the report at least one token");
+  for (std::size_t r = 0; r < b.n_reports(); ++r)
     if (b.report_length(r) > cfg_.max_positions)
       throw Error("report '" + b.report_id(r) + "': " + std::to_string(b.report_length(r)) +
                   " tokens, over the model's " + std::to_string(cfg_.max_positions) + " positions");

@@ -155,6 +155,7 @@ ModelPipeline::ModelPipeline(ReportSource& source, const Architecture& model, co
   out_.threads = threads_;
   out_.max_tokens = opt.max_tokens;
   out_.max_tokens_from = opt.max_tokens_from;
+  out_.empty_text_tokens = opt.empty_text_tokens;
 }
 
 ModelSummary ModelPipeline::run() {

@@ -3,7 +3,7 @@ headsep.UsageError (a ValueError) for bad arguments, TypeError for wrong types; 
 import pytest
 
 import headsep
-from conftest import SEED_CSV, cli
+from conftest import SEED_CSV, SOURCE, cli
 
 
 def cli_error(*args):
@@ -79,3 +79,12 @@ def test_plugin_path_is_searched(monkeypatch, tmp_path):
     with pytest.warns(RuntimeWarning, match="broken.so"):
         found = headsep.plugins()
     assert "ops-reports" in [p["name"] for p in found]
+
+
+def test_a_text_with_no_token_is_refused_by_report():
+    # Issue 52: GPT-2 adds no special token, so an empty text is a zero-length sequence: refused
+    # (as transformers refuses it) naming the report, with no crash, alone or beside real texts.
+    m = headsep.model(SOURCE / "tests/model/fixtures/decoder/gpt2")
+    for texts in ([""], ["stop the line", ""]):
+        with pytest.raises(headsep.Error, match="no token to measure"):
+            m.run(texts, threads=1)
