@@ -99,10 +99,10 @@ class Result:
     @property
     def rows(self):
         """A pandas.DataFrame with the columns and values of ``--per-report x.csv`` (tokens as
-        lists of str), one row per (report, scenario) -- for a model run per (report, scenario,
-        layer), with layer, n_tokens and token_ids. Wide: one column per head and statistic;
-        ``heads()`` and ``pairs()`` give the same numbers one row per head or pair. Built once;
-        needs pandas (``arrays`` without)."""
+        lists of str), one row per (report, scenario); a model run's (ModelResult.rows) one row
+        per (report, scenario, layer). Wide: one column per head and statistic; ``heads()`` and
+        ``pairs()`` give the same numbers one row per head or pair. Built once; needs pandas
+        (``arrays`` without)."""
         if self._rows is None:
             self._need_rows()
             try:
@@ -252,6 +252,14 @@ class ModelResult(KeptMaps, Result):
 
     def _kept(self):
         return self._core.maps
+
+    @property
+    def rows(self):
+        """A pandas.DataFrame, ``--per-report x.csv`` of the model run: one row per (report, scenario, layer),
+        report_id, scenario, layer, n_tokens, tokens, token_ids, then per head its contexts,
+        differences and statistics and per pair its statistics (docs/MODEL.md). ``heads()`` and
+        ``pairs()`` give the same numbers one row per (report, scenario, layer, head) or pair."""
+        return Result.rows.fget(self)
 
     @property
     def map_layers(self):

@@ -98,7 +98,7 @@ def test_info_config_and_repr():
 
 def test_help_leads_somewhere():
     assert "headsep.model(" in headsep.__doc__ and "heads()" in headsep.__doc__ and "docs/PYTHON.md" in headsep.__doc__
-    assert "(report, scenario, layer)" in headsep.Result.rows.__doc__
+    assert "(report, scenario, layer)" in headsep.ModelResult.rows.__doc__
     assert "progress" in headsep.Model.run.__doc__ and "progress" in headsep.run.__doc__
 
 
@@ -173,18 +173,18 @@ SLOW = textwrap.dedent("""
 
 @pytest.mark.parametrize("mode", ["on", "off", "default"])
 def test_progress_bar_on_stderr(mode):
-    p = subprocess.run([sys.executable, "-c", SLOW, mode], capture_output=True, text=True, env=dict(os.environ),
-                       timeout=120)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.strip() == "done"
+    p = subprocess.run([sys.executable, "-c", SLOW, mode], capture_output=True, env=dict(os.environ), timeout=120)
+    err = p.stderr.decode()  # bytes: text mode would turn each "\r" into a line break
+    assert p.returncode == 0, err
+    assert p.stdout.decode().strip() == "done"
     if mode == "on":
-        # the CLI's line: "\r[####...] 100.0%  2.56 k reports  ... reports/s  in 2s", then a newline
-        assert p.stderr.startswith("\r[") and p.stderr.endswith("\n")
-        last = p.stderr.rstrip("\n").split("\r")[-1].rstrip()
-        assert last.startswith("[" + "#" * 30 + "] 100.0%  2.56 k reports") and " in " in last
-        assert "\x1b" not in p.stderr  # not a terminal: no escape sequences
+        # the CLI's line, redrawn: "\r[####...] 100.0%  2.6 k reports  ... reports/s  in 2s", then a newline
+        assert err.startswith("\r[") and err.endswith("\n") and "\n" not in err[:-1]
+        last = err.rstrip("\n").split("\r")[-1].rstrip()
+        assert last.startswith("[" + "#" * 30 + "] 100.0%  2.6 k reports") and " in " in last
+        assert "\x1b" not in err  # not a terminal: no escape sequences
     else:
-        assert p.stderr == ""  # captured: not a terminal, not a notebook
+        assert err == ""  # captured: not a terminal, not a notebook
 
 
 def test_model_run_progress_goes_to_sys_stderr(monkeypatch):
