@@ -23,19 +23,28 @@ def _label(h: int) -> str:
     return f"head{h}" if h else "single"
 
 
-def table(columns: dict, output: str = "auto"):
-    """A dict of equally long 1-D arrays as a pandas.DataFrame or a NumPy structured array."""
+def resolve(output: str) -> str:
+    """"pandas" or "numpy": what output= asks for ("auto": pandas when it can be imported)."""
     if output not in _OUTPUTS:
         raise ValueError(f"output: expected 'auto', 'pandas' or 'numpy', got {output!r}")
-    if output != "numpy":
-        try:
-            import pandas as pd
-        except ImportError:
-            if output == "pandas":
-                raise ImportError("output='pandas' needs pandas (pip install pandas); output='numpy' gives a "
-                                  "NumPy structured array") from None
-        else:
-            return pd.DataFrame(columns, copy=False)
+    if output == "numpy":
+        return output
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        if output == "pandas":
+            raise ImportError("output='pandas' needs pandas (pip install pandas); output='numpy' gives a "
+                              "NumPy structured array") from None
+        return "numpy"
+    return "pandas"
+
+
+def table(columns: dict, output: str = "auto"):
+    """A dict of equally long 1-D arrays as a pandas.DataFrame or a NumPy structured array."""
+    if resolve(output) == "pandas":
+        import pandas as pd
+
+        return pd.DataFrame(columns, copy=False)
     arrays = {k: (np.asarray(v).astype(str) if np.asarray(v).dtype == object else np.asarray(v))
               for k, v in columns.items()}
     n = len(next(iter(arrays.values()))) if arrays else 0
@@ -48,7 +57,8 @@ def table(columns: dict, output: str = "auto"):
 class _Rows:
     """The rows' columns of one result, by name, and what they are rows of."""
 
-    def __init__(self, core, model: bool):
+    def __init__(self, core, model: bool, output: str):
+        self.numpy = resolve(output) == "numpy"  # strings as fixed-width str before they are repeated
         self.core = core
         self.model = model
         self.names = list(core.column_names())
@@ -65,10 +75,14 @@ class _Rows:
 
     def base(self, repeat: int) -> dict:
         """report_id, scenario (and layer) of every row, each repeated `repeat` times."""
-        ids = np.empty(len(self.core.report_ids()), dtype=object)
-        ids[:] = self.core.report_ids()
-        scen = np.empty(len(self.core.scenarios()), dtype=object)
-        scen[:] = self.core.scenarios()
+        def strings(values):
+            if self.numpy:
+                return np.array(values, dtype=str) if values else np.array([], dtype="U1")
+            a = np.empty(len(values), dtype=object)
+            a[:] = values
+            return a
+
+        ids, scen = strings(self.core.report_ids()), strings(self.core.scenarios())
         out = {"report_id": np.repeat(ids[self.report], repeat),
                "scenario": np.repeat(scen[np.asarray(self.core.scenario_of()).astype(np.intp)], repeat)}
         if self.model:
@@ -105,7 +119,7 @@ class _Rows:
 
 
 def heads_table(core, model: bool, baseline: bool = False, output: str = "auto"):
-    r = _Rows(core, model)
+    r = _Rows(core, model, output)
     first = 0 if baseline else 1
     hs = list(range(first, r.heads + 1))
     k = len(hs)
@@ -137,7 +151,7 @@ def heads_table(core, model: bool, baseline: bool = False, output: str = "auto")
 
 
 def pairs_table(core, model: bool, output: str = "auto"):
-    r = _Rows(core, model)
+    r = _Rows(core, model, output)
     pairs = [(i, j) for i in range(1, r.heads + 1) for j in range(i + 1, r.heads + 1)]
     out = r.base(len(pairs))
     hi = np.array([p[0] for p in pairs], dtype=np.int64)
