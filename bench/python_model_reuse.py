@@ -5,6 +5,7 @@ on one loaded model. Interleaved, median of N each (docs/PYTHON.md).
 
     PYTHONPATH=build/python python bench/python_model_reuse.py [MODEL_DIR] [N]
 """
+import gc
 import os
 import statistics
 import sys
@@ -17,19 +18,27 @@ n = int(sys.argv[2]) if len(sys.argv) > 2 else 10
 texts = ["pressure is too high: stop the pump", "the return condition was met", "hold; restart after the check",
          "the weather was fine"]
 kw = dict(threads=1, rows=False, report=False, progress=False)
-m = headsep.model(folder)
-m.run(texts, **kw)  # warm: page cache, plugin files
-fresh, loaded, load_only = [], [], []
+headsep.model(folder).run(texts, **kw)  # warm: page cache, plugin files
+
+
+def ms(v):
+    return 1000 * statistics.median(v)
+
+
+# A fresh model per run, none alive in between (its plugins unloaded with it): what every
+# Model.run paid before -- weights, the tokenizer (twice: the job's check and the text generator).
+fresh = []
 for _ in range(n):
     t0 = time.perf_counter()
     headsep.model(folder).run(texts, **kw)
-    t1 = time.perf_counter()
+    fresh.append(time.perf_counter() - t0)
+    gc.collect()
+m = headsep.model(folder)
+loaded, load_only = [], []
+for _ in range(n):
+    t0 = time.perf_counter()
     m.run(texts, **kw)
-    t2 = time.perf_counter()
-    headsep.model(folder)
-    t3 = time.perf_counter()
-    fresh.append(t1 - t0), loaded.append(t2 - t1), load_only.append(t3 - t2)
-med = lambda v: 1000 * statistics.median(v)  # noqa: E731
+    loaded.append(time.perf_counter() - t0)
 print(f"{m!r}")
-print(f"{len(texts)} texts, 1 thread, median of {n}: fresh headsep.model(dir).run {med(fresh):.1f} ms, "
-      f"loaded m.run {med(loaded):.1f} ms ({med(fresh) / med(loaded):.1f}x), headsep.model(dir) alone {med(load_only):.1f} ms")
+print(f"{len(texts)} texts, 1 thread, median of {n}: fresh headsep.model(dir).run {ms(fresh):.1f} ms, "
+      f"loaded m.run {ms(loaded):.1f} ms ({ms(fresh) / ms(loaded):.1f}x)")

@@ -172,10 +172,13 @@ std::unique_ptr<ModelRunResult> model_run(const job::LoadedModel& loaded, job::J
   return res;
 }
 
-/// headsep.model(path)'s C++ side: the folder loaded once (job::LoadedModel), its path.
+/// headsep.model(path)'s C++ side: the folder loaded once (job::LoadedModel), its path, and the
+/// package's plugins held loaded -- the text generator keeps the folder's tokenizer while it stays
+/// loaded (plugins/text/text_reports.hpp), so runs do not read tokenizer.json again either.
 struct PyModel {
   std::string path;
   job::LoadedModel loaded;
+  PluginRegistry plugins;
 };
 
 /// The weights' stored element types ("F32", "BF16", "F16+F32" ...): model.safetensors's, or
@@ -280,6 +283,7 @@ void bind_model(nb::module_& m) {
           nb::gil_scoped_release unlocked;
           m->loaded.model = load_model(path);  // every model error first (as run --model)
           m->loaded.tokenizer = std::make_shared<ModelTokenizer>(ModelTokenizer::load(path));
+          m->plugins = load_registry({});
         }
         m->path = std::move(path);
         return m;

@@ -202,3 +202,18 @@ def test_model_run_progress_goes_to_sys_stderr(monkeypatch):
     buf.truncate(0), buf.seek(0)
     m.run(TEXTS * (n // 2), threads=1, rows=False, report=False)  # default: a StringIO is no terminal
     assert buf.getvalue() == ""
+
+
+def test_runs_read_a_changed_tokenizer_again(tmp_path):
+    # The text generator keeps the folder's tokenizer while a loaded model keeps it loaded, keyed by
+    # the files' sizes and times: a tokenizer.json that changed is read again.
+    folder = tmp_path / "m"
+    shutil.copytree(MODEL, folder)
+    m = headsep.model(folder)
+    text = "one two three four five six seven eight nine ten eleven twelve"
+    assert m.run([text]).rows["n_tokens"][0] == 14
+    assert m.run([text]).rows["n_tokens"][0] == 14
+    tj = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    tj["truncation"]["max_length"] = 8
+    (folder / "tokenizer.json").write_text(json.dumps(tj), encoding="utf-8")
+    assert m.run([text]).rows["n_tokens"][0] == 8
