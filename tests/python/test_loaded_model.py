@@ -217,3 +217,15 @@ def test_runs_read_a_changed_tokenizer_again(tmp_path):
     tj["truncation"]["max_length"] = 8
     (folder / "tokenizer.json").write_text(json.dumps(tj), encoding="utf-8")
     assert m.run([text]).rows["n_tokens"][0] == 8
+
+
+def test_a_generator_error_in_the_in_memory_file_is_named_by_the_callers_key():
+    # Whatever the text generator says about line N of the texts' in-memory file is about
+    # records[N - 1]: named as the caller's key and report id, never /proc/self/fd/N.
+    from headsep import _located
+    records = [{"report_id": "x", "text": "a"}, {"report_id": "y", "text": "b"}]
+    e = headsep.Error("scenario plugin 'text' (text.so): /proc/self/fd/7:2: \"scenario\" is missing")
+    got = _located(e, 7, ["first", "second"], records)
+    assert type(got) is headsep.Error
+    assert str(got) == "scenario plugin 'text' (text.so): texts['second'] (report 'y'): \"scenario\" is missing"
+    assert str(_located(headsep.Error("/proc/self/fd/7: cannot open"), 7, [0], records[:1])) == "texts: cannot open"
