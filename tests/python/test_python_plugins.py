@@ -411,3 +411,27 @@ def test_a_plugin_raising_keyboard_interrupt_makes_run_raise_exactly_one(tmp_pat
                        env=dict(os.environ), timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "caught 1"
+
+
+def test_plugin_integers_past_the_abi_fields_are_named():
+    class Huge(headsep.ScenarioGenerator):
+        features = ("decision_axis", "evidence_axis", "condition_axis")
+        random_access = True
+
+        def open(self, params):
+            self.total_reports = 2**70
+
+        def chunk(self, index, max_reports):
+            return None
+
+    with pytest.raises(headsep.Error, match=r"open\(\) raised ValueError: `total_reports` must be < 2\*\*64, got 1180591620717411303424"):
+        headsep.run(Huge(), "uniform", rows=False, report=False)
+
+    class Wide(headsep.WeightingScheme):
+        heads = 2**40
+
+        def weights(self, batch, slot):
+            return None
+
+    with pytest.raises(headsep.Error, match=r"`heads` must be < 2\*\*32"):
+        headsep.run("ops-reports", Wide(), rows=False, report=False)
