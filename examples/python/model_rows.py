@@ -26,6 +26,11 @@ def main():
     best = rows.loc[rows.groupby("report_id", sort=False)["head_separation"].idxmax()]
     print(best[["report_id", "layer", "n_tokens", "head_separation"]].to_string(index=False))
 
+    # Tidy: one row per (report, layer, head). Which heads of the last layer attend most narrowly?
+    heads = res.heads()
+    last = heads[heads["layer"] == heads["layer"].max()]
+    print(last.groupby("head")[["entropy", "separation", "js_mean"]].mean().nsmallest(3, "entropy").round(3))
+
     # Report 0's layer-0 maps: [layers, heads, n, n]; where does each head's first query look?
     maps = res.maps[0]
     tokens = rows.loc[rows["report_id"] == "pump", "tokens"].iloc[0]

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -109,6 +110,35 @@ inline std::vector<std::string> split_commas(std::string_view line) {
   return v;
 }
 
+/// The folder's tokenizer (ModelTokenizer::load), read once for as long as this plugin stays
+/// loaded: the Python module's headsep.model(DIR) keeps it loaded, so its runs do not read
+/// tokenizer.json again (a CLI run reads it once, as before). Keyed by the folder, max_tokens and
+/// the size and modification time of every file load reads: a changed file is read anew. The last
+/// few folders are kept.
+inline std::shared_ptr<const headsep::ModelTokenizer> cached_tokenizer(const std::string& dir, std::int64_t max_tokens) {
+  std::string key = dir + '\n' + std::to_string(max_tokens);
+  for (const char* f : {"config.json", "tokenizer.json", "vocab.txt", "tokenizer_config.json"}) {
+    std::error_code ec;
+    const auto p = std::filesystem::path(dir) / f;
+    const auto size = std::filesystem::file_size(p, ec);
+    const auto time = ec ? std::filesystem::file_time_type{} : std::filesystem::last_write_time(p, ec);
+    key += '\n' + std::string(f) + (ec ? std::string(" -") : " " + std::to_string(size) + " " +
+                                                                 std::to_string(time.time_since_epoch().count()));
+  }
+  static std::mutex mu;
+  static std::vector<std::pair<std::string, std::shared_ptr<const headsep::ModelTokenizer>>> kept;  // newest last
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [k, t] : kept)
+      if (k == key) return t;
+  }
+  auto t = std::make_shared<const headsep::ModelTokenizer>(headsep::ModelTokenizer::load(dir, max_tokens));
+  std::lock_guard<std::mutex> lock(mu);
+  if (kept.size() == 4) kept.erase(kept.begin());
+  kept.emplace_back(std::move(key), t);
+  return t;
+}
+
 class Tokenizer {
  public:
   /// The model folder's tokenizer (headsep/model_tokenizer.hpp: vocab.txt checked against the
@@ -117,7 +147,7 @@ class Tokenizer {
     if (model_dir.empty())
       throw PluginError("parameter 'model' is empty: give the model folder holding vocab.txt (headsep run --model DIR passes it)");
     try {
-      mt_ = std::make_unique<headsep::ModelTokenizer>(headsep::ModelTokenizer::load(model_dir, max_tokens));
+      mt_ = cached_tokenizer(model_dir, max_tokens);
     } catch (const headsep::Error& e) {
       throw PluginError(e.what());
     }
@@ -196,7 +226,7 @@ class Tokenizer {
     if (axes_.empty()) throw PluginError(name + ": the lexicon is empty (expected a header 'word,AXIS1,...')");
   }
 
-  std::unique_ptr<headsep::ModelTokenizer> mt_;
+  std::shared_ptr<const headsep::ModelTokenizer> mt_;
   std::vector<std::string> axes_;
   std::map<std::string, std::vector<double>> lexicon_;
 };

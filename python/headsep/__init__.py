@@ -1,17 +1,32 @@
 """headsep: how far apart do attention heads keep relations? The C++ engine from Python.
 
-    import headsep
-    res = headsep.run("ops-reports", "axis-focus", {"reports": 100_000})
-    res.summary["scenarios"]            # the dict `headsep run --summary` writes
-    res.rows                            # pandas.DataFrame: the rows of `--per-report x.csv`
-    headsep.plugins()                   # what `headsep plugins` lists
+A model's heads on your texts (BERT, GPT-2, Llama family; a Hugging Face folder)::
 
-docs/PYTHON.md describes the API, the GIL, interrupts and the development loop.
+    import headsep
+    m = headsep.model("all-minilm-l6-v2")   # loads the weights once; m.info, m.tokenize(texts)
+    res = m.run(["stop the pump", "restart after the check"])
+    res.heads()                             # one row per (report, scenario, layer, head): entropy, ...
+    res.heads().query("layer == 3").groupby("head").entropy.mean()
+    res.pairs(), res.head_summary(), res.layer_summary(), res.summary, res.report_html("r.html")
+
+Synthetic reports through a weighting scheme (``headsep run``), arrays from torch/NumPy::
+
+    res = headsep.run("ops-reports", "axis-focus", {"reports": 100_000})
+    res.rows                                # pandas.DataFrame: the rows of `--per-report x.csv`
+    headsep.attention(x, weights=mha)       # an nn.MultiheadAttention on your embeddings
+    headsep.plugins()                       # what `headsep plugins` lists
+
+Entry points: model() / Model, run(), attention(), plugins(); results: Result, ModelResult,
+AttentionResult; plugins in Python: ScenarioGenerator, WeightingScheme. Errors: Error (bad
+data, plugin failures), UsageError (bad arguments; a ValueError). help(headsep.Model.run),
+help(headsep.Result.heads) for each; docs/PYTHON.md for the whole API, the GIL and interrupts.
 """
 from __future__ import annotations
 
 import json as _json
+import numbers as _numbers
 import os as _os
+import re as _re
 import warnings as _warnings
 
 from . import _headsep
@@ -93,14 +108,46 @@ def _axes(axes) -> str:
                     f"got {type(axes).__name__}")
 
 
-def _count(name: str, value, minimum: int = 0) -> int:
+_U32 = 2**32 - 1
+_U64 = 2**64 - 1
+
+
+def _count(name: str, value, minimum: int = 0, maximum: int = _U64) -> int:
+    """An int argument checked against the C++ type it becomes (ValueError naming the argument:
+    never nanobind's "incompatible function arguments"); None = 0, the C++ side's default."""
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, _numbers.Integral):
         raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
+    value = int(value)
     if value < minimum:
         raise ValueError(f"{name}: must be >= {minimum}, got {value}")
+    if value > maximum:
+        raise ValueError(f"{name}: must be <= {maximum}, got {value}")
     return value
+
+
+def _threads(value) -> int:
+    # A worker-thread count: oneTBB takes an int; more threads than this are no use to anyone.
+    return _count("threads", value, 0, 65536)
+
+
+def _progress(value) -> bool:
+    """progress=None: on when standard error is a terminal or the code runs in a notebook (Jupyter,
+    IPython's kernel), off otherwise (scripts, pipes, CI logs)."""
+    if value is not None:
+        if not isinstance(value, (bool, int)):
+            raise TypeError(f"progress: expected True, False or None, got {type(value).__name__}")
+        return bool(value)
+    import sys
+
+    err = sys.stderr
+    try:
+        if err is not None and err.isatty():
+            return True
+    except (AttributeError, ValueError):
+        pass
+    return "ipykernel" in sys.modules and type(err).__module__.startswith("ipykernel")
 
 
 def _name_or_plugin(what: str, value):
@@ -117,7 +164,7 @@ def _call_text(name: str, args: list, kwargs: dict) -> str:
 
 
 def run(scenario, weighting=None, params=None, *, axes=None, input=None, threads=None, simd=None,
-        precision="f64", chunk=None, top=None, bins=None, rows=True, progress=False, reports=None,
+        precision="f64", chunk=None, top=None, bins=None, rows=True, progress=None, reports=None,
         plugin_dirs=None, report=True) -> Result:
     """Run a report set through a weighting scheme: the job of ``headsep run``.
 
@@ -149,8 +196,9 @@ def run(scenario, weighting=None, params=None, *, axes=None, input=None, threads
     rows : bool
         Keep every (report, scenario) row for ``Result.rows`` / ``Result.arrays`` (memory grows
         with the reports; False keeps only the summary and the report).
-    progress : bool
-        The engine's progress bar on standard error (file descriptor 2).
+    progress : bool or None
+        The CLI's progress bar (reports done, rate, ETA) on ``sys.stderr``, drawn once a run has
+        taken a second. None (default): on in a terminal or a notebook, off otherwise.
     report : bool
         Keep what ``Result.report_html()`` needs (the report's sink, as ``--report-html``);
         False saves its time when no report is wanted.
@@ -187,30 +235,79 @@ def run(scenario, weighting=None, params=None, *, axes=None, input=None, threads
     if reports is not None and (isinstance(reports, str) or not all(isinstance(r, str) for r in reports)):
         raise TypeError("reports: expected a list of report ids (str)")
     top_ = 10 if top is None else _count("top", top)
-    bins_ = 20 if bins is None else _count("bins", bins, 1)
+    bins_ = 20 if bins is None else _count("bins", bins, 1, _U32)
     command = _call_text("run", [a for a in (scenario, weighting) if isinstance(a, str)],
                          {"params": params, "axes": axes, "input": input})
     core = _headsep._run(scenario, weighting, _params(params), _axes(axes),
                          "" if input is None else _os.fspath(input), list(reports or []), _dirs(plugin_dirs),
-                         _count("threads", threads), simd or "", precision, _count("chunk", chunk, 1),
-                         top_, bins_, bool(rows), bool(report), bool(progress), command)
+                         _threads(threads), simd or "", precision, _count("chunk", chunk, 1),
+                         top_, bins_, bool(rows), bool(report), _progress(progress), command)
     return Result(core)
 
 
 class Model:
-    """A Hugging Face model folder (config.json, safetensors weights, tokenizer.json or vocab.txt): a BERT
-    encoder, GPT-2, or a Llama-family decoder (docs/MODEL.md). ``headsep.model(path)``."""
+    """A model folder loaded once: ``m = headsep.model(path)``, then ``m.run(texts)`` as often as
+    you like (the weights and the tokenizer are reused, not read again), from several threads at
+    once if you wish. A Hugging Face folder (config.json, safetensors weights, tokenizer.json or
+    vocab.txt): a BERT encoder, GPT-2, or a Llama-family decoder (docs/MODEL.md).
+
+        m = headsep.model("all-minilm-l6-v2")
+        m                                    # family, layers x heads, key/value heads, dtype, tokenizer
+        m.tokenize(["stop the pump"])        # [{'ids': [...], 'tokens': ['[CLS]', 'stop', ...], ...}]
+        res = m.run(texts)                   # a headsep.ModelResult
+        res.heads().query("layer == 3").groupby("head").entropy.mean()
+    """
 
     def __init__(self, path):
         if not isinstance(path, (str, _os.PathLike)):
             raise TypeError(f"model: expected a folder path, got {type(path).__name__}")
         self.path = _os.fspath(path)
+        self._core = _headsep._load_model(self.path)
+        self._info = None
+
+    @property
+    def info(self) -> dict:
+        """What the folder holds: ``name``, ``path``, ``family`` (config.json's model_type),
+        ``layers``, ``heads``, ``kv_heads``, ``head_dim``, ``hidden``, ``vocab_size``,
+        ``max_positions``, ``causal``, ``sliding_window``, ``dtype`` (the weights' stored element
+        types, e.g. "F32" or "BF16"; headsep computes in ``compute_dtype`` "f32"), ``tokenizer``
+        ("wordpiece", "bpe-byte-level", "bpe-byte-fallback"), ``max_tokens`` (texts are cut there)
+        and ``max_tokens_from`` (which file said so)."""
+        if self._info is None:
+            self._info = self._core.info()
+        return dict(self._info)
+
+    @property
+    def config(self) -> dict:
+        """The folder's config.json as a dict (as transformers' ``model.config``, read anew)."""
+        with open(_os.path.join(self.path, "config.json"), encoding="utf-8") as f:
+            return _json.load(f)
 
     def __repr__(self) -> str:
-        return f"headsep.model({self.path!r})"
+        i = self.info
+        kv = f", {i['kv_heads']} key/value heads" if i["kv_heads"] != i["heads"] else ""
+        return (f"<headsep.Model {i['name']!r} ({i['family']}): {i['layers']} layers x {i['heads']} heads{kv}, "
+                f"hidden {i['hidden']}, {i['dtype']} weights, {i['tokenizer']} tokenizer, "
+                f"max {i['max_tokens']} tokens; {self.path}>")
+
+    def tokenize(self, texts, *, max_tokens=None):
+        """Token ids and tokens of texts, with the model's own tokenizer exactly as ``run`` uses it
+        (``headsep tokenize --model DIR``): per text a dict ``{"ids": [...], "tokens": [...],
+        "truncated": bool}``; a single str gives one dict. ``max_tokens``: the truncation length
+        (special tokens included; default: the folder's, ``info["max_tokens"]``)."""
+        one = isinstance(texts, str)
+        items = [texts] if one else list(texts)
+        for i, t in enumerate(items):
+            if not isinstance(t, str):
+                raise TypeError(f"texts[{i}]: expected a str, got {type(t).__name__}")
+        n = _count("max_tokens", max_tokens, 0, _U32)
+        if n == 1:
+            raise ValueError("max_tokens: must be 0 (the folder's) or >= 2, got 1")
+        out = self._core.tokenize(items, n)
+        return out[0] if one else out
 
     def run(self, texts, *, lexicon=None, axes=None, threads=None, maps=None, map_layers=None, rows=True,
-            report=True, top=None, chunk=None, plugin_dirs=None) -> ModelResult:
+            report=True, top=None, chunk=None, plugin_dirs=None, progress=None) -> ModelResult:
         """Every (layer, head) of the model measured on text reports: ``headsep run --model``.
 
         Parameters
@@ -220,36 +317,44 @@ class Model:
             ``(report_id, text)`` / ``(report_id, text, scenario)``.
         lexicon : path, optional
             CSV ``word,AXIS1,...`` giving words' context-axis values (default: the built-in
-            ops lexicon).
+            ops lexicon). A lexicon of other axes needs ``axes=`` naming them (the error says which).
         axes : str or dict, optional
             Context axes (default: the model's three relations).
         threads : int, optional
-            Worker threads (default: all cores).
+            Worker threads (default: all cores). Results do not depend on it.
         maps : bool or sequence of int, optional
             True: keep every report's attention maps (``Result.maps``, as ``--attention
             --attention-reports all``); a sequence: those reports (indices into ``texts``).
         map_layers : sequence of int, optional
             The layers whose maps are kept (default: all).
         rows : bool
-            Keep the rows per (report, scenario, layer): ``Result.rows`` / ``Result.arrays``
-            (the columns of ``--per-report x.csv``).
+            Keep one row per (report, scenario, layer): ``Result.rows`` / ``Result.arrays`` (the
+            columns of ``--per-report x.csv``) and the tidy ``Result.heads()`` / ``pairs()``.
         report : bool
             Keep what ``Result.report_html()`` needs (the top reports' maps), as the CLI's report.
         top, chunk : int, optional
             Reports ranked per scenario (default 10); reports per batch (default 128).
+        progress : bool or None
+            The CLI's progress bar on ``sys.stderr`` (None: on in a terminal or a notebook).
 
         Returns a headsep.ModelResult: ``summary`` (the ``--summary`` JSON of a model run),
-        ``rows``, ``arrays``, ``maps``, ``report_html()``. The texts reach the engine through an
-        in-memory file (memfd): nothing is written to disk.
+        ``rows``, ``arrays``, ``heads()``, ``pairs()``, ``head_summary()``, ``layer_summary()``,
+        ``maps``, ``report_html()``. The texts reach the engine through an in-memory file (memfd):
+        nothing is written to disk; errors in them are named ``texts[KEY]``.
         """
-        records = _text_records(texts)
+        records, keys = _text_records(texts)
         sel = _map_selection(maps)
-        bad = [] if isinstance(sel, bool) else [i for i in sel if i >= len(records)]
+        bad = [] if isinstance(sel, bool) else [i for i in sel if not 0 <= i < len(records)]
         if bad:
             raise ValueError(f"maps: report index {bad[0]} is out of range ({len(records)} reports)")
         layers = [] if map_layers is None else _int_list(map_layers, "map_layers")
+        bad = [x for x in layers if not 0 <= x < self.info["layers"]]
+        if bad:
+            raise ValueError(f"map_layers: layer {bad[0]} is out of range (the model has {self.info['layers']} layers)")
         params = ["text.format=jsonl"]
         if lexicon is not None:
+            if not isinstance(lexicon, (str, _os.PathLike)):
+                raise TypeError(f"lexicon: expected a path to a CSV word,AXIS1,..., got {type(lexicon).__name__}")
             params.append(f"text.lexicon={_os.fspath(lexicon)}")
         fd = _os.memfd_create("headsep-texts")
         try:
@@ -258,39 +363,83 @@ class Model:
                     f.write(_json.dumps(rec, ensure_ascii=False))
                     f.write("\n")
             params.insert(0, f"text.path=/proc/self/fd/{fd}")
-            command = f"headsep.model({self.path!r}).run(<{len(records)} texts>)"
-            core = _headsep._model_run(self.path, "text", params, _axes(axes), _dirs(plugin_dirs),
-                                       _count("threads", threads), _count("chunk", chunk, 1),
-                                       10 if top is None else _count("top", top), bool(rows), bool(report),
-                                       sel, layers, command)
+            n = len(records)
+            command = f"headsep.model({self.path!r}).run({n} text{'s' if n != 1 else ''})"
+            try:
+                core = _headsep._model_run(self._core, "text", params, _axes(axes), _dirs(plugin_dirs),
+                                           _threads(threads), _count("chunk", chunk, 1),
+                                           10 if top is None else _count("top", top), bool(rows), bool(report),
+                                           sel, layers, command, n, _progress(progress))
+            except Error as e:
+                raise _located(e, fd, keys, records) from None
         finally:
             _os.close(fd)
         return ModelResult(core)
 
 
-def _text_records(texts) -> list[dict]:
+def _located(e: Exception, fd: int, keys: list, records: list[dict]) -> Exception:
+    """The error with the texts' in-memory file (/proc/self/fd/N:LINE) named as the caller knows
+    it: texts[KEY] (report 'ID'); line LINE of that file is records[LINE - 1]."""
+    path = _re.escape(f"/proc/self/fd/{fd}")
+
+    def where(m) -> str:
+        if m.group(1) is None:
+            return "texts"
+        i = int(m.group(1)) - 1
+        if not 0 <= i < len(records):
+            return "texts"
+        return f"texts[{keys[i]!r}] (report {records[i]['report_id']!r})"
+
+    msg = _re.sub(path + r"(?::(\d+))?", where, str(e))
+    return type(e)(msg)
+
+
+def _text_records(texts) -> tuple[list[dict], list]:
+    """(JSON-lines records for the text generator, the caller's key of each: index or dict key)."""
     if isinstance(texts, str):
         raise TypeError("texts: expected a sequence of texts (a single str is one text: pass [text])")
     items = texts.items() if isinstance(texts, dict) else enumerate(texts)
-    out = []
+    out, keys = [], []
     for key, value in items:
         if isinstance(value, str):
             rec = {"report_id": str(key), "text": value}
         elif isinstance(value, tuple) and len(value) in (2, 3) and all(isinstance(v, str) for v in value):
             rec = {"report_id": value[0], "text": value[1]}
             if len(value) == 3:
+                if not value[2]:
+                    raise ValueError(f"texts[{key!r}]: the scenario (the tuple's third item) is empty")
                 rec["scenario"] = value[2]
         else:
             raise TypeError(f"texts[{key!r}]: expected a str or a (report_id, text[, scenario]) tuple, "
                             f"got {type(value).__name__}")
+        for field in ("report_id", "text", "scenario"):
+            bad = _surrogate(rec.get(field, ""))
+            if bad is not None:
+                raise ValueError(f"texts[{key!r}]: the {field.replace('_', ' ')} is not valid Unicode "
+                                 f"(a lone surrogate U+{ord(rec[field][bad]):04X} at character {bad})")
+        if out and ("scenario" in rec) != ("scenario" in out[0]):
+            raise ValueError(f"texts[{key!r}]: {'has' if 'scenario' in rec else 'has no'} scenario, but "
+                             f"texts[{keys[0]!r}] {'has none' if 'scenario' in rec else 'has one'}: give every "
+                             f"report a scenario (id, text, scenario) or none")
         out.append(rec)
+        keys.append(key)
     if not out:
         raise ValueError("texts: no reports")
-    return out
+    return out, keys
+
+
+def _surrogate(s: str):
+    """The index of s's first lone surrogate (text UTF-8 cannot carry), or None."""
+    try:
+        s.encode("utf-8")
+        return None
+    except UnicodeEncodeError as e:
+        return e.start
 
 
 def model(path) -> Model:
-    """A model folder (BERT, GPT-2, Llama family) for ``.run(texts)``: ``headsep.model(path).run(["...", "..."])``."""
+    """Loads a model folder (BERT, GPT-2, Llama family) once: ``m = headsep.model(path)``, then
+    ``m.run(texts)``, ``m.tokenize(texts)``, ``m.info`` (headsep.Model)."""
     return Model(path)
 
 

@@ -77,9 +77,15 @@ def _int_list(v, what: str) -> list[int]:
     a = _np.asarray(v.detach().cpu().numpy() if _is_torch(v) else v)
     if a.ndim != 1:
         raise ValueError(f"{what}: expected a 1-D sequence of ints, got shape {a.shape}")
-    if a.size and a.dtype.kind not in "iu":
+    if a.size and a.dtype == object and all(isinstance(i, int) and not isinstance(i, bool) for i in a):
+        a = _np.array([int(i) for i in a], dtype=object)  # Python ints past int64/uint64: checked below
+    elif a.size and a.dtype.kind not in "iu":
         raise TypeError(f"{what}: dtype {a.dtype}, expected integers")
-    return [int(i) for i in a]
+    out = [int(i) for i in a]
+    for i in out:
+        if not -2**63 <= i < 2**63:
+            raise ValueError(f"{what}: {i} is out of range (a 64-bit integer)")
+    return out
 
 
 def _map_selection(maps):
@@ -201,7 +207,7 @@ def attention(x, *, offsets=None, weights, heads=None, query="all", causal=False
     TypeError
         A wrong type or dtype (integers for x, a str for weights' values, ...).
     """
-    from . import _axes, _call_text, _count  # the package's argument helpers (headsep/__init__.py)
+    from . import _U32, _axes, _call_text, _count, _threads  # the package's argument helpers (headsep/__init__.py)
 
     xa = _x_array(x, "x")
     w, module_heads = _weights(weights, "weights")
@@ -212,7 +218,7 @@ def attention(x, *, offsets=None, weights, heads=None, query="all", causal=False
         if module_heads is None:
             raise TypeError("heads: required (an int) unless weights is an nn.MultiheadAttention")
         heads = module_heads
-    h = _count("heads", heads, 1)
+    h = _count("heads", heads, 1, _U32)
     if module_heads is not None and module_heads != h:
         raise ValueError(f"heads={h}, but the module has num_heads={module_heads}")
     sel = _map_selection(maps)
@@ -229,10 +235,11 @@ def attention(x, *, offsets=None, weights, heads=None, query="all", causal=False
         raise TypeError("feature_names and report_ids: expected lists of str")
     if isinstance(causal, (str, bytes)) or not isinstance(seed, int):
         raise TypeError("causal: expected a bool; seed: an int")
+    seed = _count("seed", seed)
     command = _call_text("attention", [f"x {list(getattr(xa, 'shape', []))}"],
                          {"heads": h, "query": query, "causal": bool(causal) or None, "axes": axes})
     core, m, address = _headsep._attention(
         xa, None if offsets is None else _int_list(offsets, "offsets"), w, b, h, _query(query), bool(causal), sel,
-        _count("threads", threads), _axes(axes), f, names, ids, 10 if top is None else _count("top", top),
-        20 if bins is None else _count("bins", bins, 1), bool(rows), bool(report), seed, command)
+        _threads(threads), _axes(axes), f, names, ids, 10 if top is None else _count("top", top),
+        20 if bins is None else _count("bins", bins, 1, _U32), bool(rows), bool(report), seed, command)
     return AttentionResult(core, m, address)

@@ -6,6 +6,8 @@ import html as _html
 import json as _json
 import os as _os
 
+from . import _tables
+
 
 def _typed(column, dtype: str):
     """A row column (a float64 view) in its dtype: the view itself for metrics, else a copy."""
@@ -17,10 +19,15 @@ def _typed(column, dtype: str):
 
 
 class Result:
-    """A finished run: its summary, rows, arrays and report.
+    """A finished run: its summary, rows, tidy tables, arrays and report.
 
     - ``summary``: a dict equal to ``json.load`` of ``headsep run --summary`` for the same run;
       ``summary_json()`` the identical text.
+    - ``heads()`` / ``pairs()``: tidy tables, one row per (report, scenario[, layer], head) or per
+      pair of heads, the rows' numbers regrouped (``res.heads().groupby("head").entropy.mean()``);
+      ``head_summary()``, ``pair_summary()``, ``layer_summary()``: the summary's means and
+      quantiles as tables. pandas.DataFrames, or NumPy structured arrays with ``output="numpy"``
+      (and by default when pandas is not installed).
     - ``rows``: a pandas.DataFrame with the columns and values of ``--per-report x.csv``:
       report_id and scenario as str, tokens as lists of str, every metric float64; a model run's
       rows (one per report, scenario and layer) add layer and n_tokens (int64) and token_ids
@@ -91,8 +98,11 @@ class Result:
 
     @property
     def rows(self):
-        """A pandas.DataFrame: one row per (report, scenario), the columns and values of
-        ``--per-report x.csv`` (tokens as lists of str). Built once; needs pandas."""
+        """A pandas.DataFrame with the columns and values of ``--per-report x.csv`` (tokens as
+        lists of str), one row per (report, scenario); a model run's (ModelResult.rows) one row
+        per (report, scenario, layer). Wide: one column per head and statistic; ``heads()`` and
+        ``pairs()`` give the same numbers one row per head or pair. Built once; needs pandas
+        (``arrays`` without)."""
         if self._rows is None:
             self._need_rows()
             try:
@@ -125,6 +135,51 @@ class Result:
             self._rows = pd.DataFrame(data)
         return self._rows
 
+    # ---- tidy tables ---------------------------------------------------------------------------
+    def heads(self, *, baseline: bool = False, output: str = "auto"):
+        """One row per (report, scenario, layer, head) -- ``layer`` and ``kv_head`` only for model
+        runs -- with the head's ``entropy``, ``confidence``, ``self_weight``, ``prev_weight``,
+        ``first_weight`` (attention schemes and models), ``context_AXIS`` and ``difference_AXIS``
+        per axis (context minus the single-head baseline's), ``separation`` (mean context distance
+        to the layer's other heads) and ``js_mean`` (mean Jensen-Shannon divergence to them):
+        the numbers of ``rows``, regrouped, and those the summary averages.
+
+            res.heads().query("layer == 3").groupby("head").entropy.mean()
+
+        ``baseline=True`` adds the single-head baseline as head 0 (difference, separation and
+        js_mean NaN, kv_head -1). ``output``: "auto" (a pandas.DataFrame when pandas can be
+        imported, else a NumPy structured array), "pandas" or "numpy". Needs ``rows=True``."""
+        self._need_rows()
+        return _tables.heads_table(self._core, self._kind == "model", baseline, output)
+
+    def pairs(self, *, output: str = "auto"):
+        """One row per (report, scenario, layer, head_i, head_j), i < j, with the pair's
+        ``context_distance`` and, for attention schemes and models, ``js_divergence``,
+        ``position_overlap``, ``subspace_cosine``, ``output_cosine``, ``output_distance``
+        (docs/METRICS.md); a model run's also ``shared_kv`` (both heads read one key/value head).
+        ``output`` as for ``heads()``. Needs ``rows=True``."""
+        self._need_rows()
+        return _tables.pairs_table(self._core, self._kind == "model", output)
+
+    def head_summary(self, *, baseline: bool = False, output: str = "auto"):
+        """The summary per (scenario[, layer], head) as a table. A model run: the means over
+        reports of every head statistic, context and difference per axis, ``separation``,
+        ``js_mean``, and the ``entropy_pNN`` / ``separation_pNN`` quantiles over reports. Other
+        runs: per head and axis the difference's mean (``difference_AXIS``), ``_std``, ``_min``,
+        ``_max`` and quantiles (and the head statistics' for attention schemes)."""
+        return _tables.head_summary(self.summary, self._kind, baseline, output)
+
+    def pair_summary(self, *, output: str = "auto"):
+        """The summary per (scenario[, layer], head_i, head_j): the pair statistics' means (a model
+        run also ``context_distance``); empty when the run has none (not an attention scheme)."""
+        return _tables.pair_summary(self.summary, self._kind, output)
+
+    def layer_summary(self, *, output: str = "auto"):
+        """The summary per (scenario, layer) of a model run: reports, tokens, ``separation`` (the
+        layer's mean pairwise context distance) and the baseline's head statistics; for other runs
+        one row per scenario with head_separation's mean, std, min, max and quantiles."""
+        return _tables.layer_summary(self.summary, self._kind, output)
+
     # ---- the report --------------------------------------------------------------------------
     def report_html(self, path=None):
         """The run's HTML report: written to ``path`` (atomically; returns None), or returned as str."""
@@ -144,9 +199,16 @@ class Result:
                 + _html.escape(doc, quote=True) + '"></iframe>')
 
     def __repr__(self) -> str:
-        groups = getattr(self._core, "groups", None)
-        what = f"{groups} (report, scenario) groups" if groups is not None else self._kind
-        return f"<headsep.Result: {what} in {self.seconds:.3f} s>"
+        c = self._core
+        heads = f"{c.heads} head{'s' if c.heads != 1 else ''}"
+        axes = f"{len(c.axes)} ax{'es' if len(c.axes) != 1 else 'is'}"
+        if self._kind == "model":
+            what = (f"{c.model}: {c.reports:,} reports, {c.tokens:,} tokens; {c.layers} layers x {heads}; {axes}; "
+                    f"rows per (report, scenario, layer)")
+        else:
+            what = f"{c.reports:,} reports, {c.groups:,} (report, scenario) rows; {heads}; {axes}"
+        return (f"<headsep.{type(self).__name__} {what}; {self.seconds:.3f} s on {c.threads} "
+                f"thread{'s' if c.threads != 1 else ''}, {c.simd}>")
 
 
 class KeptMaps:
@@ -190,6 +252,14 @@ class ModelResult(KeptMaps, Result):
 
     def _kept(self):
         return self._core.maps
+
+    @property
+    def rows(self):
+        """A pandas.DataFrame, ``--per-report x.csv`` of the model run: one row per (report, scenario, layer),
+        report_id, scenario, layer, n_tokens, tokens, token_ids, then per head its contexts,
+        differences and statistics and per pair its statistics (docs/MODEL.md). ``heads()`` and
+        ``pairs()`` give the same numbers one row per (report, scenario, layer, head) or pair."""
+        return Result.rows.fget(self)
 
     @property
     def map_layers(self):

@@ -242,9 +242,13 @@ def _first_doc_line(obj) -> str:
     return f"Python class {type(obj).__module__}.{type(obj).__qualname__}"
 
 
-def _count(name: str, v) -> int:
+def _count(name: str, v, bits: int = 64) -> int:
+    """A non-negative int that fits the C ABI's field (uint32 or uint64): a ValueError naming the
+    attribute, never a C++ cast error, when it does not."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
         raise TypeError(f"`{name}` must be a non-negative int, got {v!r}")
+    if int(v) >= 2**bits:
+        raise ValueError(f"`{name}` must be < 2**{bits}, got {int(v)}")
     return int(v)
 
 
@@ -255,13 +259,13 @@ def _names(name: str, v) -> list:
 
 
 def _schema_of(gen: ScenarioGenerator) -> tuple:
-    return (_names("features", gen.features), _names("scenarios", gen.scenarios), _count("given_heads", gen.given_heads),
+    return (_names("features", gen.features), _names("scenarios", gen.scenarios), _count("given_heads", gen.given_heads, 32),
             bool(gen.names_scenarios), bool(gen.random_access), _count("total_reports", gen.total_reports),
-            _count("d_model", gen.d_model))
+            _count("d_model", gen.d_model, 32))
 
 
 def _weighting_info(w: WeightingScheme) -> tuple:
-    return _count("heads", w.heads), _names("scenarios", w.scenarios)
+    return _count("heads", w.heads, 32), _names("scenarios", w.scenarios)
 
 
 def _matrix(spec: AttentionSpec, field: str, heads: int):
@@ -299,9 +303,11 @@ def _attention_specs(w: WeightingScheme, heads: int):
         q, qi = (queries[sp.query], 0) if isinstance(sp.query, str) and sp.query in queries else (3, sp.query)
         if q == 3 and (isinstance(qi, bool) or not isinstance(qi, (int, np.integer))):
             raise ValueError(f"attention(): query must be 'all', 'first', 'last' or a token index, got {sp.query!r}")
+        if not -2**31 <= int(qi) < 2**31:
+            raise ValueError(f"attention(): query index {int(qi)} is out of range (a 32-bit int)")
         if sp.weights_path is None and sp.w_q is not None and (sp.w_k is None or sp.w_v is None):
             raise ValueError("attention(): w_q needs w_k and w_v")
-        out.append((inputs[sp.input], _count("d_model", sp.d_model), _count("d_k", sp.d_k), _count("d_v", sp.d_v or sp.d_k), q,
+        out.append((inputs[sp.input], _count("d_model", sp.d_model, 32), _count("d_k", sp.d_k, 32), _count("d_v", sp.d_v or sp.d_k, 32), q,
                     int(qi), 1 if sp.causal else 0, int(sp.seed) & (2**64 - 1),
                     None if sp.weights_path is None else str(sp.weights_path),
                     None if sp.baseline_path is None else str(sp.baseline_path),

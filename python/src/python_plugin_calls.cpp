@@ -43,7 +43,10 @@ headsep_status guarded(const PyPlugin& p, const std::string& what, F&& f) noexce
     } catch (...) {
       t_error = what + " raised " + e.what();
     }
-    if (interrupt) PyErr_SetInterrupt();  // Ctrl-C inside the plugin: the main thread sees it too
+    // Not PyErr_SetInterrupt(): with two worker threads in the plugin, the second interrupt
+    // arrived after headsep.run had raised, in the caller's handler. The run fails with the
+    // plugin's error and headsep.run turns it into one KeyboardInterrupt (run.cpp).
+    if (interrupt && p.interrupted) p.interrupted->store(true);
   } catch (const std::exception& e) {
     t_error = what + ": " + e.what();
   } catch (...) {

@@ -3,6 +3,8 @@
 #pragma once
 #include <nanobind/nanobind.h>
 
+#include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,10 @@ struct PyPlugin {
   std::vector<std::string> param_names, param_defaults, param_helps;
   std::vector<ParamType> param_types;
   std::vector<headsep_param_spec> specs;
+  /// Set when a call of the object raised KeyboardInterrupt (the call fails like any other);
+  /// headsep.run then raises KeyboardInterrupt -- once -- instead of the plugin's error. Shared by
+  /// the plugins of one run (register_python_plugin's `interrupted`); null: not watched.
+  std::shared_ptr<std::atomic<bool>> interrupted;
   ~PyPlugin();  // drops the references under the GIL (or leaks them once the interpreter is gone)
 };
 

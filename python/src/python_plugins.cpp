@@ -86,7 +86,7 @@ PyPlugin::~PyPlugin() {
   helpers.reset();
 }
 
-std::string register_python_plugin(PluginRegistry& registry, nb::handle obj) {
+std::string register_python_plugin(PluginRegistry& registry, nb::handle obj, std::shared_ptr<std::atomic<bool>> interrupted) {
   nb::module_ helpers = nb::module_::import_("headsep.python_plugins");
   auto p = std::make_shared<PyPlugin>();
   if (nb::isinstance(obj, helpers.attr("ScenarioGenerator"))) p->kind = PluginKind::scenario;
@@ -100,6 +100,7 @@ std::string register_python_plugin(PluginRegistry& registry, nb::handle obj) {
   const std::string qual = str_of(cls.attr("__qualname__"));
   p->origin = "Python class " + str_of(cls.attr("__module__")) + "." + qual;
   p->obj = nb::borrow(obj);
+  p->interrupted = std::move(interrupted);
   p->helpers = helpers;
   nb::object name = obj.attr("name");
   p->name = name.is_none() ? kebab(str_of(cls.attr("__name__"))) : str_of(name);

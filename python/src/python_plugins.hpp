@@ -4,6 +4,8 @@
 #pragma once
 #include <nanobind/nanobind.h>
 
+#include <atomic>
+#include <memory>
 #include <string>
 
 #include "headsep/plugin_host.hpp"
@@ -17,6 +19,8 @@ namespace headsep::python {
 /// class MODULE.CLASS"). Another object of the same name replaces an earlier one in the registry.
 /// TypeError when `obj` is not such an instance or declares a parameter of another type. Needs
 /// the GIL; the registry keeps a reference to `obj` (released under the GIL).
-std::string register_python_plugin(headsep::PluginRegistry& registry, nanobind::handle obj);
+/// `interrupted`, when given, is set when a call of the object raises KeyboardInterrupt.
+std::string register_python_plugin(headsep::PluginRegistry& registry, nanobind::handle obj,
+                                   std::shared_ptr<std::atomic<bool>> interrupted = nullptr);
 
 }  // namespace headsep::python

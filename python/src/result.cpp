@@ -14,6 +14,7 @@
 
 #include "headsep/error.hpp"
 #include "rows.hpp"
+#include "support/progress.hpp"
 
 namespace nb = nanobind;
 
@@ -57,7 +58,57 @@ std::string RunResult::report_html(const std::string& path) const {
   return {};
 }
 
-void run_interruptibly(const std::function<void(const std::atomic<bool>* stop)>& body) {
+PyProgress::PyProgress(std::uint64_t total) : total_(total), start_(std::chrono::steady_clock::now()), last_(start_) {}
+
+void PyProgress::consume(const BatchResult& r, SinkPartial*) {
+  done_.fetch_add(r.batch->n_reports(), std::memory_order_relaxed);
+}
+
+void PyProgress::finish(bool ok) {
+  if (!shown_) return;
+  if (ok) return draw(true);
+  // A run that failed ends the line without claiming completion (the exception follows).
+  PyObject *type, *value, *trace;
+  PyErr_Fetch(&type, &value, &trace);  // a pending KeyboardInterrupt survives the write
+  try {
+    nb::object err = nb::module_::import_("sys").attr("stderr");
+    err.attr("write")("\n");
+    err.attr("flush")();
+  } catch (const nb::python_error&) {
+  }
+  PyErr_Restore(type, value, trace);
+  shown_ = false;
+}
+
+void PyProgress::draw(bool final) {
+  using namespace std::chrono;
+  const auto now = steady_clock::now();
+  if (final ? !shown_ : (now - last_ < milliseconds(200) || now - start_ < seconds(1))) return;
+  last_ = now;
+  const std::uint64_t done = done_.load(std::memory_order_relaxed);
+  std::string line = detail::progress_line(done, total_, duration<double>(now - start_).count(),
+                                           final && (!total_ || done >= total_));
+  try {
+    nb::object err = nb::module_::import_("sys").attr("stderr");
+    if (err.is_none()) return;
+    bool tty = false;
+    try {
+      tty = nb::cast<bool>(err.attr("isatty")());
+    } catch (const nb::python_error&) {
+    }
+    const std::size_t width = line.size();
+    if (tty) line += "\x1b[K";  // erase what a longer line left
+    else if (width < width_) line.append(width_ - width, ' ');
+    width_ = width;
+    err.attr("write")("\r" + line + (final ? "\n" : ""));
+    err.attr("flush")();
+    shown_ = true;
+  } catch (const nb::python_error&) {
+    // A stderr that refuses to be written to (closed, replaced) costs the bar, not the run.
+  }
+}
+
+void run_interruptibly(const std::function<void(const std::atomic<bool>* stop)>& body, PyProgress* progress) {
   std::atomic<bool> stop{false};
   std::exception_ptr error;
   bool signalled = false;
@@ -83,6 +134,7 @@ void run_interruptibly(const std::function<void(const std::atomic<bool>* stop)>&
       {
         nb::gil_scoped_acquire held;  // briefly: signal handlers run on this (the main) thread only
         signalled = PyErr_CheckSignals() != 0;
+        if (progress && !signalled) progress->draw(false);
       }
       if (signalled) stop = true;
       lock.lock();
@@ -90,17 +142,20 @@ void run_interruptibly(const std::function<void(const std::atomic<bool>* stop)>&
     lock.unlock();
     worker.join();
   }
+  if (progress) progress->finish(!signalled && !error);
   if (signalled) throw nb::python_error();  // KeyboardInterrupt (or what a handler raised)
   if (error) std::rethrow_exception(error);
 }
 
 RunStats run_released(ReportSource& source, const Weighting& weighting, const AxisMap& axes, RunOptions opt,
-                      const std::vector<ResultSink*>& sinks) {
+                      const std::vector<ResultSink*>& sinks, PyProgress* progress) {
   RunStats stats;
+  std::vector<ResultSink*> all = sinks;
+  if (progress) all.push_back(progress), progress->set_total(source.total_reports());
   run_interruptibly([&](const std::atomic<bool>* stop) {
     opt.stop = stop;
-    stats = run(source, weighting, axes, opt, sinks);
-  });
+    stats = run(source, weighting, axes, opt, all);
+  }, progress);
   return stats;
 }
 
@@ -119,7 +174,10 @@ void bind_result(nb::module_& m) {
       .def_prop_ro("simd", [](const RunResult& r) { return std::string(to_string(r.options.simd)); })
       .def_prop_ro("axes", [](const RunResult& r) { return r.info.axis_names; })
       .def_prop_ro("heads", [](const RunResult& r) { return r.info.heads; })
-      .def_prop_ro("attention", [](const RunResult& r) { return r.info.attention; });
+      .def_prop_ro("attention", [](const RunResult& r) { return r.info.attention; })
+      .def_prop_ro("threads", [](const RunResult& r) { return r.origin ? r.origin->execution.threads : r.options.threads; })
+      .def_prop_ro("layers", [](const RunResult&) { return 0; })
+      .def_prop_ro("kv_head_of", [](const RunResult&) { return std::vector<std::uint32_t>{}; });
 }
 
 }  // namespace headsep::python

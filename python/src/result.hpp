@@ -10,6 +10,8 @@
 #pragma once
 #include <nanobind/nanobind.h>
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -50,16 +52,43 @@ struct RunResult {
   std::string report_html(const std::string& path) const;
 };
 
-/// body(stop) runs on a thread of its own with the GIL released; the calling (Python) thread
-/// checks for signals every 50 ms, taking the GIL briefly (PyErr_CheckSignals). When a handler
-/// raises (Ctrl-C: KeyboardInterrupt), `stop` is set -- the engine's input stage stops the
-/// pipeline (RunOptions::stop) -- and, once body returns, that Python exception is raised.
-/// Exceptions thrown by body are rethrown here (translated by bind_core's translator).
-void run_interruptibly(const std::function<void(const std::atomic<bool>* stop)>& body);
+/// The progress bar of a Python run (progress=True): a sink that counts the reports the run has
+/// delivered, and draw(), called by run_interruptibly's waiting thread with the GIL held, which
+/// writes the CLI's line (support/progress.hpp's progress_line and timing: first after a second,
+/// then every 200 ms, a last line at the end) to Python's sys.stderr -- so a notebook shows it in
+/// the cell. A terminal's line is redrawn with "\r" and erase-to-end; elsewhere (a notebook)
+/// with "\r" and spaces over the previous line's end.
+class PyProgress final : public ResultSink {
+ public:
+  explicit PyProgress(std::uint64_t total = 0);
+  void consume(const BatchResult& result, SinkPartial* partial) override;
+  void set_total(std::uint64_t total) noexcept { total_ = total; }
+  /// Draws when due (GIL held); `final`: the last line, when one was drawn.
+  void draw(bool final);
+  /// The run ended (GIL held): `ok`, the last line (100 % with a known total); else the line is
+  /// ended without claiming completion.
+  void finish(bool ok);
 
-/// run() through run_interruptibly: the engine's threads never hold the GIL.
+ private:
+  std::atomic<std::uint64_t> done_{0};
+  std::uint64_t total_ = 0;
+  std::chrono::steady_clock::time_point start_, last_;
+  bool shown_ = false;
+  std::size_t width_ = 0;
+};
+
+/// body(stop) runs on a thread of its own with the GIL released; the calling (Python) thread
+/// checks for signals every 50 ms, taking the GIL briefly (PyErr_CheckSignals), and draws
+/// `progress` when given. When a handler raises (Ctrl-C: KeyboardInterrupt), `stop` is set --
+/// the engine's input stage stops the pipeline (RunOptions::stop) -- and, once body returns,
+/// that Python exception is raised. Exceptions thrown by body are rethrown here (translated by
+/// bind_core's translator).
+void run_interruptibly(const std::function<void(const std::atomic<bool>* stop)>& body, PyProgress* progress = nullptr);
+
+/// run() through run_interruptibly: the engine's threads never hold the GIL. With `progress`,
+/// it is one of the sinks and its bar is drawn (total: the source's, when it knows it).
 RunStats run_released(ReportSource& source, const Weighting& weighting, const AxisMap& axes, RunOptions opt,
-                      const std::vector<ResultSink*>& sinks);
+                      const std::vector<ResultSink*>& sinks, PyProgress* progress = nullptr);
 
 void bind_result(nanobind::module_& m);  // result.cpp: the RunResult class
 void bind_run(nanobind::module_& m);     // run.cpp: _run

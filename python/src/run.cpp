@@ -4,6 +4,9 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <atomic>
+#include <memory>
+
 #include "core.hpp"
 #include "headsep/error.hpp"
 #include "python_plugins.hpp"
@@ -15,18 +18,13 @@ namespace headsep::python {
 
 namespace {
 
-/// A Python plugin object (a headsep.ScenarioGenerator / headsep.WeightingScheme instance) made an
-/// entry of `registry` (python_plugins.hpp); returns the name to open it by.
-std::string python_plugin_name(PluginRegistry& registry, nb::handle obj, const char* what) {
-  (void)what;
-  return register_python_plugin(registry, obj);
-}
-
-/// The name a scenario/weighting argument gives: a str as it is, None as "", else a Python plugin.
-std::string plugin_name(PluginRegistry& registry, nb::handle obj, const char* what) {
+/// The name a scenario/weighting argument gives: a str as it is, None as "", else a Python plugin
+/// object (a headsep.ScenarioGenerator / headsep.WeightingScheme instance) made an entry of
+/// `registry` (python_plugins.hpp), watched by `interrupted`.
+std::string plugin_name(PluginRegistry& registry, nb::handle obj, const std::shared_ptr<std::atomic<bool>>& interrupted) {
   if (obj.is_none()) return {};
   if (nb::isinstance<nb::str>(obj)) return nb::cast<std::string>(obj);
-  return python_plugin_name(registry, obj, what);
+  return register_python_plugin(registry, obj, interrupted);
 }
 
 struct RunCall {
@@ -34,7 +32,8 @@ struct RunCall {
   bool rows = true, report = true, progress = false;
 };
 
-std::unique_ptr<RunResult> run_job(nb::handle scenario, nb::handle weighting, RunCall call) {
+std::unique_ptr<RunResult> run_job(nb::handle scenario, nb::handle weighting, RunCall call,
+                                   const std::shared_ptr<std::atomic<bool>>& interrupted) {
   job::JobArgs& a = call.args;
   job::run_options(a);  // usage errors (precision, SIMD level) before any plugin is loaded
   PluginRegistry registry;
@@ -42,21 +41,37 @@ std::unique_ptr<RunResult> run_job(nb::handle scenario, nb::handle weighting, Ru
     nb::gil_scoped_release unlocked;
     registry = load_registry(a.plugin_dirs);
   }
-  a.scenario = plugin_name(registry, scenario, "scenario");
-  a.weighting = plugin_name(registry, weighting, "weighting");
+  a.scenario = plugin_name(registry, scenario, interrupted);
+  a.weighting = plugin_name(registry, weighting, interrupted);
   std::unique_ptr<job::Setup> s;
   {
     nb::gil_scoped_release unlocked;
     s = std::make_unique<job::Setup>(job::build_setup(a, std::move(registry)));
   }
   RunOptions opt = job::engine_options(a, *s);
-  opt.progress = call.progress;
+  opt.progress = false;  // the bar is Python's (PyProgress: sys.stderr, a notebook's cell)
   auto res = RunResult::open(a, job::run_info(*s), call.rows, call.report);
   res->attach(opt);
   res->origin = job::provenance(a, s->plugins, opt, res->info.axis_names, res->info.attention, 1);
-  res->stats = run_released(*s->source, *s->weighting, s->axes, opt, res->sinks());
+  PyProgress progress;
+  res->stats = run_released(*s->source, *s->weighting, s->axes, opt, res->sinks(), call.progress ? &progress : nullptr);
   res->origin->execution.batch = res->stats.batch;
   return res;
+}
+
+/// run_job, where a Python plugin that raised KeyboardInterrupt (PyPlugin::interrupted) makes the
+/// run raise exactly that: one KeyboardInterrupt, not the plugin's headsep.Error.
+std::unique_ptr<RunResult> run_watched(nb::handle scenario, nb::handle weighting, RunCall call) {
+  auto interrupted = std::make_shared<std::atomic<bool>>(false);
+  try {
+    return run_job(scenario, weighting, std::move(call), interrupted);
+  } catch (const nb::python_error&) {
+    throw;  // already a Python exception (Ctrl-C while waiting, a TypeError)
+  } catch (...) {
+    if (!interrupted->load()) throw;
+  }
+  PyErr_SetNone(PyExc_KeyboardInterrupt);
+  throw nb::python_error();
 }
 
 }  // namespace
@@ -84,7 +99,7 @@ void bind_run(nb::module_& m) {
         c.rows = rows;
         c.report = report;
         c.progress = progress;
-        return run_job(scenario, weighting, std::move(c));
+        return run_watched(scenario, weighting, std::move(c));
       },
       nb::arg("scenario").none(), nb::arg("weighting").none(), nb::arg("params"), nb::arg("axes"), nb::arg("input"),
       nb::arg("reports"), nb::arg("plugin_dirs"), nb::arg("threads"), nb::arg("simd"), nb::arg("precision"),

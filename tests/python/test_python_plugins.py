@@ -375,3 +375,63 @@ def test_ctrl_c_stops_a_run_of_a_python_plugin_within_a_second(tmp_path):
     out, _ = p.communicate(timeout=30)
     assert p.returncode == 3 and out.strip() == "KeyboardInterrupt"
     assert time.monotonic() - t0 < 1.0
+
+
+RAISES = textwrap.dedent("""
+    import signal, sys, time, numpy as np, headsep
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    class Raises(headsep.ScenarioGenerator):
+        features = ("decision_axis", "evidence_axis", "condition_axis")
+        random_access = True
+        def chunk(self, index, max_reports):
+            time.sleep(0.05)  # both worker threads inside the plugin when they raise
+            raise KeyboardInterrupt
+    caught = 0
+    try:
+        headsep.run(Raises(), "uniform", threads=2, chunk=64, rows=False, report=False)
+    except KeyboardInterrupt:
+        caught += 1
+        try:
+            for _ in range(50):  # a second interrupt, pending, would be raised in here
+                time.sleep(0.01)
+        except KeyboardInterrupt:
+            caught += 1
+    except headsep.Error as e:
+        print("Error", e, flush=True)
+    try:
+        time.sleep(0.2)
+    except KeyboardInterrupt:
+        caught += 1
+    print("caught", caught, flush=True)
+""")
+
+
+def test_a_plugin_raising_keyboard_interrupt_makes_run_raise_exactly_one(tmp_path):
+    p = subprocess.run([sys.executable, "-c", RAISES], cwd=tmp_path, capture_output=True, text=True,
+                       env=dict(os.environ), timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "caught 1"
+
+
+def test_plugin_integers_past_the_abi_fields_are_named():
+    class Huge(headsep.ScenarioGenerator):
+        features = ("decision_axis", "evidence_axis", "condition_axis")
+        random_access = True
+
+        def open(self, params):
+            self.total_reports = 2**70
+
+        def chunk(self, index, max_reports):
+            return None
+
+    with pytest.raises(headsep.Error, match=r"open\(\) raised ValueError: `total_reports` must be < 2\*\*64, got 1180591620717411303424"):
+        headsep.run(Huge(), "uniform", rows=False, report=False)
+
+    class Wide(headsep.WeightingScheme):
+        heads = 2**40
+
+        def weights(self, batch, slot):
+            return None
+
+    with pytest.raises(headsep.Error, match=r"`heads` must be < 2\*\*32"):
+        headsep.run("ops-reports", Wide(), rows=False, report=False)
