@@ -3,6 +3,7 @@
 // The CLI (cli/model_cmd.cpp) and the Python module (headsep.model(...).run) share it.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,9 @@ struct ModelJob {
 /// reports' maps (docs/REPORTS.md). The folder's tokenizer files are checked against the model
 /// here (model_tokenizer.hpp), so their errors name the file, not the plugin.
 ModelJob open_model_job(const JobArgs& a, bool report, const std::filesystem::path& builtin);
+/// The same with the registry a front end builds (the CLI: its plugin host, python -m headsep's
+/// .py plugins included), asked for once the model has loaded.
+ModelJob open_model_job(const JobArgs& a, bool report, const std::function<PluginRegistry()>& registry);
 
 /// The summary's run block of a --model job (headsep/provenance.hpp; start time now, threads and
 /// SIMD level as the job asks: the summary's top level says what the run used).
