@@ -59,7 +59,7 @@ echo "build_wheel.sh: $wheel ($(du -h "$wheel" | cut -f1))"
 echo "build_wheel.sh: vendored:"
 "$python" - "$wheel" <<'PY'
 import sys, zipfile
-for i in zipfile.ZipFile(sys.argv[1]).infolist():
+for i in (i for i in zipfile.ZipFile(sys.argv[1]).infolist() if not i.is_dir()):
     if i.filename.startswith("headsep.libs/"):
         print(f"  {i.filename[len('headsep.libs/'):]:<44} {i.file_size / 2**20:6.1f} MiB")
 PY
