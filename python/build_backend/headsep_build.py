@@ -52,9 +52,10 @@ def _with_progress(hook):
         if tty < 0:
             return hook(*args, **kwargs)
         try:
-            width = max(20, os.get_terminal_size(tty).columns - 20)
+            columns = os.get_terminal_size(tty).columns
         except OSError:
-            width = 80
+            columns = 0
+        width = columns - 20 if columns >= 60 else 100  # 0: a terminal that does not say
         saved = [os.dup(1), os.dup(2)]
         r, w = os.pipe()
 
