@@ -7,4 +7,5 @@ NB_MODULE(_headsep, m) {
   headsep::python::bind_core(m);
   headsep::python::bind_plugins(m);
   headsep::python::bind_attention(m);
+  headsep::python::bind_cli(m);
 }

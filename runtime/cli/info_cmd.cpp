@@ -22,7 +22,7 @@ int info_cmd() {
   };
   std::fprintf(data_stdout(), "headsep %s\n", "0.1.0");
   std::fprintf(data_stdout(), "plugin abi:     %d.%d\n", HEADSEP_PLUGIN_ABI_MAJOR, HEADSEP_PLUGIN_ABI_MINOR);
-  std::fprintf(data_stdout(), "plugin folder:  %s\n", builtin_plugin_dir().string().c_str());
+  std::fprintf(data_stdout(), "plugin folder:  %s\n", builtin_dir().string().c_str());
   std::fprintf(data_stdout(), "simd compiled:  %s\n", join_levels(compiled_levels()).c_str());
   std::fprintf(data_stdout(), "simd supported: %s\n", join_levels(supported_levels()).c_str());
   std::fprintf(data_stdout(), "simd chosen:    %s\n", std::string(to_string(default_level())).c_str());

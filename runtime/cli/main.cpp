@@ -1,5 +1,7 @@
 // headsep — command-line front end: builds the CLI11 app from one file per subcommand
-// (commands.hpp), dispatches to the one given, and maps exceptions to exit codes.
+// (commands.hpp), dispatches to the one given, and maps exceptions to exit codes. run_cli() is
+// the app; the executable's main() (headsep_main.cpp) and the Python package's `headsep` command
+// (python/src/cli.cpp) call it.
 // Exit status: 0 ok, 1 bad input or plugin error (message on stderr), 2 usage error.
 #include <CLI/CLI.hpp>
 #include <cerrno>
@@ -121,7 +123,10 @@ struct Commands {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace headsep::cli {
+
+int run_cli(int argc, char** argv, const PluginHost& host) {
+  set_plugin_host(host);
   CLI::App app{"headsep — how multi-head attention keeps relations apart"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("headsep ") + HEADSEP_VERSION);
@@ -174,3 +179,5 @@ int main(int argc, char** argv) {
     return failed("error: ", e.what(), 1);
   }
 }
+
+}  // namespace headsep::cli

@@ -28,7 +28,7 @@ using job::ModelJob;
 namespace {
 
 ModelJob open_model_job(const RunArgs& a, bool report) {
-  ModelJob job = job::open_model_job(a, report, builtin_plugin_dir());
+  ModelJob job = job::open_model_job(a, report, [&] { return load_registry(a.plugin_dirs); });
   job.options.progress = !a.quiet && ::isatty(STDERR_FILENO) && dist::rank() == 0;  // the engine's bar: a terminal, rank 0
   return job;
 }

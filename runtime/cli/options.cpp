@@ -37,8 +37,24 @@ void add_engine_options(CLI::App& command, RunArgs& a) {
   command.add_option("--chunk", a.chunk, "Reports per batch")->check(CLI::PositiveNumber);
 }
 
+namespace {
+PluginHost& host_storage() {
+  static PluginHost host;
+  return host;
+}
+}  // namespace
+
+void set_plugin_host(const PluginHost& host) { host_storage() = host; }
+
+std::filesystem::path builtin_dir() {
+  const PluginHost& h = host_storage();
+  return h.builtin.empty() ? builtin_plugin_dir() : h.builtin;
+}
+
 PluginRegistry load_registry(const std::vector<std::string>& cli_dirs) {
-  return job::load_registry(cli_dirs, builtin_plugin_dir());
+  PluginRegistry reg = job::load_registry(cli_dirs, builtin_dir());
+  if (const PluginHost& h = host_storage(); h.add) h.add(reg, plugin_search_path(cli_dirs, {}));
+  return reg;
 }
 
 Setup build_setup(const RunArgs& a) { return job::build_setup(a, load_registry(a.plugin_dirs)); }

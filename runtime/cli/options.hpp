@@ -3,6 +3,7 @@
 // the --profile / --trace outputs.
 #pragma once
 #include <cstddef>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -58,7 +59,26 @@ using job::run_info;
 using job::run_options;
 using job::Setup;
 
-/// The plugins of --plugin-dir folders, HEADSEP_PLUGIN_PATH and the executable's builtin folder.
+/// Where a front end's plugins come from besides the shared libraries of the searched folders.
+/// The executable: nothing more, its builtin folder found beside it (builtin_plugin_dir()). The
+/// Python package's CLI (`headsep` from pip, `python -m headsep`; python/src/cli.cpp): the
+/// package's plugin folder, and the `.py` plugins of --plugin-dir and HEADSEP_PLUGIN_PATH.
+struct PluginHost {
+  std::filesystem::path builtin;  ///< empty: builtin_plugin_dir()
+  /// Called once per registry with the folders searched before the builtin one, after their
+  /// shared libraries were loaded; adds in-process plugins (PluginRegistry::add). May be empty.
+  std::function<void(PluginRegistry&, const std::vector<std::filesystem::path>&)> add;
+};
+/// The app: parses argv, dispatches, maps exceptions to exit codes (main.cpp). The executable's
+/// main() calls it with the default host; the Python package with its own.
+int run_cli(int argc, char** argv, const PluginHost& host = {});
+/// Sets the host load_registry() and builtin_dir() use (run_cli does, before parsing).
+void set_plugin_host(const PluginHost& host);
+/// The builtin plugin folder of this front end (`headsep info` prints it).
+std::filesystem::path builtin_dir();
+
+/// The plugins of --plugin-dir folders, HEADSEP_PLUGIN_PATH and the builtin folder, then the
+/// host's own (PluginHost::add).
 PluginRegistry load_registry(const std::vector<std::string>& cli_dirs);
 /// job::build_setup with load_registry(a.plugin_dirs).
 Setup build_setup(const RunArgs& a);

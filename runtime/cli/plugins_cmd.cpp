@@ -29,7 +29,8 @@ int plugins_cmd(const PluginsArgs& pa) {
     }
     std::fprintf(data_stdout(), "%s (%s plugin) %s\n", p->name.c_str(), std::string(to_string(p->kind)).c_str(), printable(p->version, 200).c_str());
     std::fprintf(data_stdout(), "  %s\n", printable(p->description).c_str());
-    std::fprintf(data_stdout(), "  file: %s\n  abi:  %u.%u\n", p->file.string().c_str(), p->abi_major, p->abi_minor);
+    std::fprintf(data_stdout(), "  file: %s\n  abi:  %u.%u\n", p->file.empty() ? p->origin.c_str() : p->file.string().c_str(),
+                 p->abi_major, p->abi_minor);
     if (p->params.empty()) {
       std::fprintf(data_stdout(), "parameters: none\n");
       return 0;
@@ -49,7 +50,7 @@ int plugins_cmd(const PluginsArgs& pa) {
       if (static_cast<int>(p.kind) != kind) continue;
       std::string abi = std::to_string(p.abi_major) + "." + std::to_string(p.abi_minor);
       std::fprintf(data_stdout(), "%-10s %-14s %-8s %-4s %s\n", std::string(to_string(p.kind)).c_str(), p.name.c_str(), printable(p.version, 200).c_str(),
-                  abi.c_str(), p.file.string().c_str());
+                  abi.c_str(), p.file.empty() ? p.origin.c_str() : p.file.string().c_str());
       std::fprintf(data_stdout(), "%-10s %s\n", "", printable(p.description).c_str());
     }
   if (reg.plugins().empty()) {

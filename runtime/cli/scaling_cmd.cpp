@@ -170,6 +170,10 @@ bool check_scaling_args(const ScalingArgs& o) {
     throw UsageError("--model: scaling compares the per layer x head summaries (--check summary); --check all is for the engine's metrics");
   const bool by_ranks = !o.ranks.empty();
   if (by_ranks) {
+    // It starts this executable under the launcher: a build without MPI (the pip package's
+    // `headsep`, which is Python running the extension) has none to start.
+    if (!dist::compiled())
+      throw UsageError("--ranks needs MPI compiled in (`headsep info`: mpi); this build runs one process: use --counts");
     if (!o.counts.empty()) throw UsageError("--ranks and --counts exclude each other (--threads sets each rank's threads)");
     if (o.ceiling) throw UsageError("--ceiling is for thread counts (one process), not --ranks");
     if (!a.model.empty()) throw UsageError("--ranks: --model runs in one process (its pipeline is not sharded over MPI ranks)");

@@ -32,6 +32,11 @@ AxisMap bind_model_axes(const JobArgs& a, const std::vector<AxisSpec>& specs, co
 }  // namespace
 
 ModelJob open_model_job(const JobArgs& a, bool report, const std::filesystem::path& builtin, const LoadedModel* loaded) {
+  return open_model_job(a, report, [&] { return load_registry(a.plugin_dirs, builtin); }, loaded);
+}
+
+ModelJob open_model_job(const JobArgs& a, bool report, const std::function<PluginRegistry()>& load,
+                        const LoadedModel* loaded) {
   if (!a.weighting.empty()) throw UsageError("--model and --weighting exclude each other (the model's heads are the heads)");
   if (!a.input.empty()) throw UsageError("--model reads text reports: --scenario text -p path=FILE, or --scenario ops-text");
   if (a.scenario.empty()) throw UsageError("--model needs --scenario text (-p path=FILE) or --scenario ops-text");
@@ -40,7 +45,7 @@ ModelJob open_model_job(const JobArgs& a, bool report, const std::filesystem::pa
   auto specs = parse_axes(job.axes_spec);
   job.run = run_options(a);
   job.model = loaded ? loaded->model : load_model(a.model);  // every model error before anything is opened or written
-  PluginRegistry registry = load_registry(a.plugin_dirs, builtin);
+  PluginRegistry registry = load();
   const PluginInfo& sp = registry.require(a.scenario, PluginKind::scenario);
   std::vector<std::string> params = a.params;
   if (declares(sp, "model") && !given(params, sp, "model")) params.push_back(sp.name + ".model=" + a.model);

@@ -3,6 +3,7 @@
 // The CLI (cli/model_cmd.cpp) and the Python module (headsep.model(...).run) share it.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,10 @@ struct LoadedModel {
 /// here (model_tokenizer.hpp), so their errors name the file, not the plugin. `loaded`: the
 /// folder a.model already loaded (its weights and tokenizer are used, not read again).
 ModelJob open_model_job(const JobArgs& a, bool report, const std::filesystem::path& builtin,
+                        const LoadedModel* loaded = nullptr);
+/// The same with the registry a front end builds (the CLI: its plugin host, python -m headsep's
+/// .py plugins included), asked for once the model has loaded.
+ModelJob open_model_job(const JobArgs& a, bool report, const std::function<PluginRegistry()>& registry,
                         const LoadedModel* loaded = nullptr);
 
 /// The summary's run block of a --model job (headsep/provenance.hpp; start time now, threads and
