@@ -76,7 +76,8 @@ class Model {
   std::vector<MergeSlot> merges_;
   std::uint64_t mask_ = 0;
   std::vector<std::string> merged_tokens_;  // the merges' results, for merges_cross
-  std::int64_t byte_id_[256];               // byte-level: the id of byte b's character; fallback: <0xXX>
+  std::int64_t byte_id_[256];               // the id of byte b's character in GPT-2's alphabet (byte-level)
+  std::int64_t hex_id_[256];                // the id of <0xXX> (byte fallback)
   std::unordered_map<std::uint32_t, std::uint32_t> char_id_;  // single-character tokens by code point
   std::uint64_t uid_;                       // this model's cache key (never reused)
 };
