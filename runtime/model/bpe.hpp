@@ -1,7 +1,8 @@
 // The BPE model of Hugging Face `tokenizers` (models/bpe): one pre-tokenized word -> token ids, by
 // merges in rank order (the lowest-ranked adjacent pair first, leftmost among equals — the order
 // of tokenizers' priority queue), over either the word's bytes mapped to GPT-2's byte alphabet
-// (byte-level) or its characters with <0xXX> byte fallback and <unk> (Llama style).
+// (byte-level) or its characters (Llama style); a symbol not in the vocabulary becomes the <0xXX>
+// tokens of its UTF-8 (byte fallback) or <unk> (fused with fuse_unk), in either mode.
 #pragma once
 #include <cstddef>
 #include <cstdint>
