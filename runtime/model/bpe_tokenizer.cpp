@@ -42,6 +42,10 @@ class BpeTokenizer final : public TextTokenizer {
       const AddedToken& a = spec_.added[i];
       (a.normalized ? norm_added_ : raw_added_).tokens.push_back(i);
       (a.normalized ? norm : raw).push_back(a.normalized ? normalize(a.content) : a.content);
+      // tokenizers would match the empty pattern at every position (and fail on non-ASCII text).
+      if ((a.normalized ? norm : raw).back().empty())
+        throw Error(spec_.name + ": added_tokens[" + std::to_string(i) + "] '" + a.content.substr(0, 40) +
+                    "' is empty after the normalizer (it would match everywhere); give it normalized false");
     }
     raw_added_.ac = AddedMatcher(raw);
     norm_added_.ac = AddedMatcher(norm);
