@@ -8,12 +8,14 @@
 
 #include <filesystem>
 #include <functional>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
 #include "headsep/error.hpp"
 #include "headsep/tokenizer.hpp"
+#include "model/added_match.hpp"
 #include "test_util.hpp"
 
 using namespace headsep;
@@ -170,4 +172,39 @@ TEST_CASE("Metaspace: a replacement of one character; add_prefix_space must agre
         "tok.json: pre_tokenizer.add_prefix_space false does not match prepend_scheme 'always' (give prepend_scheme never)");
   CHECK(meta({{"type", "Metaspace"}, {"replacement", "_"}, {"add_prefix_space", false}}).rfind("tok.json: pre_tokenizer.add_prefix_space", 0) == 0);
   CHECK(meta(with(m, {{"add_prefix_space", false}, {"prepend_scheme", "never"}})) == "(no error)");
+}
+
+TEST_CASE("AddedMatcher: leftmost-longest as a scan of every position, on random patterns and texts",
+          "[model][tokenizer][variants]") {
+  // The reference: at each position from `from`, the longest pattern starting there (the first of
+  // equal ones); the first position with any. Small alphabets make overlaps, shared prefixes and
+  // patterns inside patterns common.
+  std::mt19937 rng(48);
+  auto word = [&](int max_len, int letters) {
+    std::string w;
+    for (int k = 1 + int(rng() % max_len); k > 0; --k) w += char('a' + rng() % letters);
+    return w;
+  };
+  for (int round = 0; round < 300; ++round) {
+    const int letters = 2 + int(rng() % 3);
+    std::vector<std::string> patterns;
+    for (int p = 1 + int(rng() % 12); p > 0; --p) patterns.push_back(word(6, letters));
+    if (round % 7 == 0) patterns.push_back("");  // skipped, never matches
+    const AddedMatcher m(patterns);
+    const std::string text = word(60, letters);
+    for (std::size_t from = 0; from <= text.size(); ++from) {
+      std::optional<AddedMatcher::Match> want;
+      for (std::size_t at = from; at < text.size() && !want; ++at)
+        for (std::uint32_t p = 0; p < patterns.size(); ++p)
+          if (!patterns[p].empty() && text.compare(at, patterns[p].size(), patterns[p]) == 0 &&
+              (!want || patterns[p].size() > want->end - want->start))
+            want = AddedMatcher::Match{at, at + patterns[p].size(), p};
+      const auto got = m.find(text, from);
+      INFO("round " << round << " text " << text << " from " << from);
+      REQUIRE(got.has_value() == want.has_value());
+      if (want) CHECK((got->start == want->start && got->end == want->end && got->pattern == want->pattern));
+    }
+  }
+  CHECK(AddedMatcher(std::vector<std::string>{}).empty());
+  CHECK_FALSE(AddedMatcher(std::vector<std::string>{""}).find("abc", 0));
 }
