@@ -149,7 +149,7 @@ TEST_CASE("WordPiece max_input_chars_per_word 0: every word is [UNK]", "[model][
   CHECK(tokens(*tokenizer_from_json(j.dump(), "wp.json", 64), "a the") == std::vector<std::string>{"[CLS]", "a", "[UNK]", "[SEP]"});
 }
 
-TEST_CASE("Metaspace: a replacement of one character; add_prefix_space must agree with prepend_scheme",
+TEST_CASE("Metaspace: a replacement of one character, add_prefix_space must agree with prepend_scheme",
           "[model][tokenizer][variants]") {
   json j = load("base_fb.json");
   auto meta = [&](json p) {
