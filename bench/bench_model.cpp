@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <iostream>
 #include <random>
 #include <string>
@@ -23,6 +26,13 @@
 namespace {
 
 std::filesystem::path g_model;
+
+std::string headsep_bench_read(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 std::vector<std::string> texts(bool mixed) {
   const char* en[] = {"Stop decision: pressure anomaly on pump P-101, return condition not met.",
@@ -102,6 +112,44 @@ void BM_tokenizer_json(benchmark::State& state) {
   state.SetLabel(std::string(labels[state.range(0)]) + (state.range(1) ? ", fresh words" : ", English ops reports"));
 }
 BENCHMARK(BM_tokenizer_json)->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}});
+
+// Added tokens matched in one pass (runtime/model/added_match.hpp): 20 000 added tokens (arg 1 = 1;
+// 0: the file's own few) over one 200 KB text of random words with one added token every ~1 KB,
+// through tok_gpt2 (byte-level BPE, arg 0 = 0) and the small WordPiece of tok_variants (arg 0 = 1).
+// Before the automaton every token was compared at every position: 13.6 s for this text.
+void BM_added_tokens(benchmark::State& state) {
+  const std::filesystem::path fixtures = std::filesystem::path(HEADSEP_SOURCE_DIR) / "tests/model/fixtures";
+  const bool wordpiece = state.range(0) == 1;
+  nlohmann::json j = nlohmann::json::parse(headsep_bench_read(wordpiece ? fixtures / "tok_variants/base_wp.json"
+                                                                        : fixtures / "tok_gpt2/tokenizer.json"));
+  std::mt19937 rng(5);
+  std::vector<std::string> added;
+  if (state.range(1) == 1) {
+    std::size_t id = 0;
+    for (const auto& a : j["added_tokens"]) id = std::max<std::size_t>(id, a["id"].get<std::size_t>() + 1);
+    for (const auto& [k, v] : j["model"]["vocab"].items()) id = std::max<std::size_t>(id, v.get<std::size_t>() + 1);
+    for (int i = 0; i < 20000; ++i) {
+      std::string t = "tok";
+      for (int k = 0; k < 6; ++k) t += char('a' + rng() % 26);
+      added.push_back(t);
+      j["added_tokens"].push_back({{"id", id++}, {"content", t}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
+                                   {"normalized", false}, {"special", true}});
+      if (wordpiece) j["model"]["vocab"][t] = id - 1;
+    }
+  }
+  const auto tok = headsep::tokenizer_from_json(j.dump(), "added.json", 1u << 30);
+  std::string text;
+  while (text.size() < 200000) {
+    for (int k = 2 + int(rng() % 8); k > 0; --k) text += char('a' + rng() % 26);
+    text += rng() % 150 == 0 && !added.empty() ? " " + added[rng() % added.size()] + " " : " ";
+  }
+  headsep::Encoding e;
+  for (auto _ : state) tok->encode(text, e);
+  state.counters["MB/s"] = benchmark::Counter(double(text.size()) * double(state.iterations()) / 1e6, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(wordpiece ? "WordPiece" : "byte-level BPE") + ", " + std::to_string(added.size()) +
+                 " added tokens, 200 KB text");
+}
+BENCHMARK(BM_added_tokens)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond);
 
 // The encoder's four products per layer (tokens x K x N: QKV 384x1152, output 384x384, FFN
 // 384x1536 and 1536x384 for MiniLM) on 512 tokens (one group of the forward) and 4096 (whose

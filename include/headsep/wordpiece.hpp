@@ -27,10 +27,10 @@
 // few code points where tokenizers' differ (listed in the same file).
 // Text must be valid UTF-8: anything else is an Error naming the byte offset.
 #pragma once
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +38,8 @@
 #include "headsep/tokenizer.hpp"
 
 namespace headsep {
+
+class AddedMatcher;  // runtime/model/added_match.hpp (private)
 
 struct WordPieceOptions {
   bool lowercase = true;            ///< uncased models (also strips accents, as BertNormalizer with strip_accents unset)
@@ -90,8 +92,6 @@ class WordPiece final : public TextTokenizer {
   std::int64_t lookup(const char* s, std::size_t n, bool continuation) const noexcept;
   void insert(std::string_view key, bool continuation, std::uint32_t id, const std::string& name);
   void word_pieces(const std::string& word, std::uint32_t n_chars, std::uint32_t word_index, Encoding& out) const;
-  /// The longest special token starting at s (its index in specials_), or -1.
-  int match_special(const unsigned char* s, std::size_t n) const noexcept;
 
   WordPieceOptions options_;
   std::vector<std::string> tokens_;
@@ -103,9 +103,9 @@ class WordPiece final : public TextTokenizer {
     std::string text;
     std::uint32_t id;
   };
-  std::vector<Special> specials_;           // longest first
+  std::vector<Special> specials_;           // as given
   std::vector<std::string> special_names_;  // as given
-  std::array<bool, 256> special_first_{};   // first bytes of the specials
+  std::shared_ptr<const AddedMatcher> special_match_;  // leftmost-longest over specials_ (immutable, shared by copies)
 };
 
 }  // namespace headsep

@@ -42,6 +42,7 @@ class TextGenerator final : public ScenarioGenerator {
     jsonl_ = fmt == "jsonl";
     in_.open(path_, std::ios::binary);
     if (!in_) throw PluginError(path_ + ": cannot open");
+    skip_bom();
     if (!jsonl_) read_header();
     // Peek at the first report: a scenario column/field decides whether the data names scenarios.
     pending_ = next_record();
@@ -92,55 +93,73 @@ class TextGenerator final : public ScenarioGenerator {
     throw PluginError(path_ + ":" + std::to_string(line) + ": " + what);
   }
 
-  /// One physical line without its line break; false at end of file.
+  /// A UTF-8 byte order mark at the start of the file is not text (both formats; Python's
+  /// utf-8-sig, and what the CSV reader of `run --input` and `headsep tokenize` drop too).
+  void skip_bom() {
+    char b[3] = {};
+    in_.read(b, 3);
+    if (in_.gcount() == 3 && b[0] == '\xEF' && b[1] == '\xBB' && b[2] == '\xBF') return;
+    in_.clear();
+    in_.seekg(0);
+  }
+
+  /// One physical line without its line break (JSON lines); false at end of file.
   bool get_line(std::string& s) {
     if (!std::getline(in_, s)) return false;
     ++line_;
     if (!s.empty() && s.back() == '\r') s.pop_back();
-    if (line_ == 1 && s.rfind("\xEF\xBB\xBF", 0) == 0) s.erase(0, 3);
     return true;
   }
 
-  /// One CSV record (RFC 4180: quoted fields may hold commas, "" and line breaks).
+  int get() { return in_.rdbuf()->sbumpc(); }
+  int peek() { return in_.rdbuf()->sgetc(); }
+
+  /// One CSV record as Python's csv module reads it (RFC 4180): quoted fields may hold commas,
+  /// "" and line breaks, kept as written (a CR before an LF included); records end at LF, CRLF
+  /// or CR; blank lines are skipped. `line_` counts the line breaks read; `start` is the record's
+  /// first line.
   bool csv_record(std::vector<std::string>& fields, std::uint64_t& start) {
-    std::string line;
-    do {
-      if (!get_line(line)) return false;
-    } while (line.empty());
-    start = line_;
+    constexpr int kEof = std::char_traits<char>::eof();
+    int c = get();
+    while (c == '\n' || c == '\r') {
+      if (c == '\r' && peek() == '\n') get();
+      ++line_;
+      c = get();
+    }
+    if (c == kEof) return false;
+    start = line_ + 1;
     fields.assign(1, {});
-    bool quoted = false, was_quoted = false;
-    std::size_t i = 0;
-    while (true) {
-      if (i == line.size()) {
-        if (!quoted) break;
-        if (!get_line(line)) fail(start, "unterminated quoted field");
-        fields.back() += '\n';
-        i = 0;
+    for (;;) {
+      if (c == '"') {
+        for (;;) {
+          c = get();
+          if (c == kEof) fail(start, "unterminated quoted field");
+          if (c == '"') {
+            if (peek() != '"') break;
+            get();
+          } else if (c == '\n' || (c == '\r' && peek() != '\n')) {
+            ++line_;
+          }
+          fields.back() += static_cast<char>(c);
+        }
+        c = get();
+        if (c != ',' && c != '\n' && c != '\r' && c != kEof) fail(line_ + 1, "characters after a closing quote");
+      } else {
+        while (c != ',' && c != '\n' && c != '\r' && c != kEof) {
+          if (c == '"') fail(line_ + 1, "a quote inside an unquoted field (quote the whole field and double the quote)");
+          fields.back() += static_cast<char>(c);
+          c = get();
+        }
+      }
+      if (c == ',') {
+        fields.emplace_back();
+        c = get();
         continue;
       }
-      const char c = line[i++];
-      if (quoted) {
-        if (c == '"') {
-          if (i < line.size() && line[i] == '"') fields.back() += '"', ++i;
-          else quoted = false;
-        } else {
-          fields.back() += c;
-        }
-      } else if (c == ',') {
-        fields.emplace_back();
-        was_quoted = false;
-      } else if (c == '"' && fields.back().empty() && !was_quoted) {
-        quoted = was_quoted = true;
-      } else if (c == '"') {
-        fail(line_, "a quote inside an unquoted field (quote the whole field and double the quote)");
-      } else if (was_quoted) {
-        fail(line_, "characters after a closing quote");
-      } else {
-        fields.back() += c;
-      }
+      if (c == '\r' && peek() == '\n') get();
+      if (c != kEof) ++line_;
+      return true;
     }
-    return true;
   }
 
   void read_header() {

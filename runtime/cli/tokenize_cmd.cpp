@@ -23,7 +23,7 @@ CLI::App* add_tokenize(CLI::App& app, TokenizeArgs& t) {
   c->add_option("--model", t.model, "Model folder (config.json, and tokenizer.json or vocab.txt; tokenizer_config.json when present)")
       ->required();
   c->add_option("input", t.input,
-                "Texts, one per line (a trailing CR dropped); .jsonl/.json: objects with \"text\" (and optional "
+                "Texts, one per line (a trailing CR and the file's UTF-8 BOM dropped); .jsonl/.json: objects with \"text\" (and optional "
                 "\"report_id\", echoed). Default: standard input, unless --text is given");
   c->add_option("--text", t.texts, "A text to tokenize (repeatable; before the input's)");
   c->add_option("--format", t.format, "The input's format: lines, jsonl, or auto (from the extension)")
@@ -93,6 +93,9 @@ int tokenize_cmd(const TokenizeArgs& t) {
   std::string line;
   for (std::uint64_t line_no = 1; std::getline(in, line); ++line_no) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    // A UTF-8 byte order mark starts the file, not its first text (as the text plugin's CSV and
+    // JSON-lines readers and `run --input` drop it).
+    if (line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     const std::string where = in_name + ":" + std::to_string(line_no) + ": ";
     std::string text = line, id;
     bool has_id = false;

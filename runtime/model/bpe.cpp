@@ -82,15 +82,20 @@ Model::Model(const Vocab& vocab, const std::vector<std::pair<std::string, std::s
         s = {key, static_cast<std::uint32_t>(r), ic->second};
         break;
       }
-      if (s.key == key) break;  // a repeated merge keeps its first rank
+      if (s.key == key) {  // a repeated merge takes its last rank, as tokenizers' map of merges
+        s.rank = static_cast<std::uint32_t>(r);
+        break;
+      }
     }
     merged_tokens_.push_back(a + b);
   }
   for (int b = 0; b < 256; ++b) {
     char hex[8];
     std::snprintf(hex, sizeof hex, "<0x%02X>", b);
-    const auto it = vocab.find(options.byte_level ? utf8_of(kByteChar[b]) : std::string(hex));
-    byte_id_[b] = it == vocab.end() ? -1 : std::int64_t(it->second);
+    const auto it = vocab.find(hex);
+    hex_id_[b] = it == vocab.end() ? -1 : std::int64_t(it->second);
+    const auto ic = vocab.find(utf8_of(kByteChar[b]));
+    byte_id_[b] = ic == vocab.end() ? -1 : std::int64_t(ic->second);
   }
   if (!options.byte_level)
     for (const auto& [t, id] : vocab) {
@@ -115,38 +120,46 @@ bool Model::merges_cross(std::string_view marker) const noexcept {
   return false;
 }
 
-/// The word's first symbols (id, byte offset) and their byte lengths, as tokenizers' merge_word.
+/// The word's first symbols (id, byte offset) and their byte lengths, as tokenizers' merge_word:
+/// each character (byte-level: each byte, as its character of GPT-2's alphabet) is its token, else
+/// with byte_fallback the <0xXX> tokens of its UTF-8 (all of them, or none), else unk, consecutive
+/// unks fused into one with fuse_unk.
 void Model::initial_symbols(std::string_view word, std::vector<Piece>& syms, std::vector<std::uint32_t>& lens) const {
   const auto* s = reinterpret_cast<const unsigned char*>(word.data());
   const std::size_t n = word.size();
-  if (options_.byte_level) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::int64_t id = byte_id_[s[i]];
-      if (id >= 0) syms.push_back({static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(i)}), lens.push_back(1);
-      else if (options_.unk >= 0) syms.push_back({static_cast<std::uint32_t>(options_.unk), static_cast<std::uint32_t>(i)}), lens.push_back(1);
-    }
-    return;
-  }
   std::int64_t unk_start = -1;  // a pending unk (fused over consecutive unknown characters)
   std::uint32_t unk_len = 0;
   auto flush_unk = [&] {
     if (unk_start >= 0) syms.push_back({static_cast<std::uint32_t>(options_.unk), static_cast<std::uint32_t>(unk_start)}), lens.push_back(unk_len);
     unk_start = -1;
   };
+  unsigned char utf8[4];
   for (std::size_t i = 0; i < n;) {
-    const std::size_t len = std::min(utf8_len(s[i]), n - i);
-    const auto it = char_id_.find(decode_at(s + i, len));
-    if (it != char_id_.end()) {
+    const std::size_t len = options_.byte_level ? 1 : std::min(utf8_len(s[i]), n - i);
+    std::int64_t id = -1;
+    const unsigned char* bytes = s + i;  // the character's UTF-8, for byte fallback
+    std::size_t nbytes = len;
+    if (options_.byte_level) {
+      id = byte_id_[s[i]];
+      const std::uint32_t c = kByteChar[s[i]];  // (< 0x800: one or two bytes)
+      if (c < 0x80) utf8[0] = static_cast<unsigned char>(c), nbytes = 1;
+      else utf8[0] = static_cast<unsigned char>(0xC0 | (c >> 6)), utf8[1] = static_cast<unsigned char>(0x80 | (c & 0x3F)), nbytes = 2;
+      bytes = utf8;
+    } else if (const auto it = char_id_.find(decode_at(s + i, len)); it != char_id_.end()) {
+      id = it->second;
+    }
+    if (id >= 0) {
       flush_unk();
-      syms.push_back({it->second, static_cast<std::uint32_t>(i)}), lens.push_back(static_cast<std::uint32_t>(len));
+      syms.push_back({static_cast<std::uint32_t>(id), static_cast<std::uint32_t>(i)}), lens.push_back(static_cast<std::uint32_t>(len));
     } else {
       bool done = false;
       if (options_.byte_fallback) {
         done = true;
-        for (std::size_t k = 0; k < len; ++k) done = done && byte_id_[s[i + k]] >= 0;
+        for (std::size_t k = 0; k < nbytes; ++k) done = done && hex_id_[bytes[k]] >= 0;
         if (done)  // (a pending unk stays pending, after the bytes: tokenizers' order)
-          for (std::size_t k = 0; k < len; ++k)
-            syms.push_back({static_cast<std::uint32_t>(byte_id_[s[i + k]]), static_cast<std::uint32_t>(i + k)}), lens.push_back(1);
+          for (std::size_t k = 0; k < nbytes; ++k)  // (byte-level: each at the byte's offset)
+            syms.push_back({static_cast<std::uint32_t>(hex_id_[bytes[k]]), static_cast<std::uint32_t>(i + (options_.byte_level ? 0 : k))}),
+                lens.push_back(options_.byte_level && k ? 0 : 1);
       }
       if (!done && options_.unk >= 0) {
         if (unk_start >= 0 && options_.fuse_unk) {

@@ -1,7 +1,8 @@
 // The BPE model of Hugging Face `tokenizers` (models/bpe): one pre-tokenized word -> token ids, by
 // merges in rank order (the lowest-ranked adjacent pair first, leftmost among equals — the order
 // of tokenizers' priority queue), over either the word's bytes mapped to GPT-2's byte alphabet
-// (byte-level) or its characters with <0xXX> byte fallback and <unk> (Llama style).
+// (byte-level) or its characters (Llama style); a symbol not in the vocabulary becomes the <0xXX>
+// tokens of its UTF-8 (byte fallback) or <unk> (fused with fuse_unk), in either mode.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -76,7 +77,8 @@ class Model {
   std::vector<MergeSlot> merges_;
   std::uint64_t mask_ = 0;
   std::vector<std::string> merged_tokens_;  // the merges' results, for merges_cross
-  std::int64_t byte_id_[256];               // byte-level: the id of byte b's character; fallback: <0xXX>
+  std::int64_t byte_id_[256];               // the id of byte b's character in GPT-2's alphabet (byte-level)
+  std::int64_t hex_id_[256];                // the id of <0xXX> (byte fallback)
   std::unordered_map<std::uint32_t, std::uint32_t> char_id_;  // single-character tokens by code point
   std::uint64_t uid_;                       // this model's cache key (never reused)
 };

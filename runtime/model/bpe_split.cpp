@@ -111,6 +111,19 @@ bool is_alnum(std::uint32_t c) noexcept {
   const Cls k = class_of(c);
   return k == kLetter || k == kNumber;
 }
+bool is_word_char(std::uint32_t c) noexcept {
+  if (c < 0x80) return ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  if (c == 0x200C || c == 0x200D) return true;  // Join_Control
+  // Other_Alphabetic symbols: circled, parenthesized and squared Latin letters.
+  if ((c >= 0x24B6 && c <= 0x24E9) || (c >= 0x1F130 && c <= 0x1F149) || (c >= 0x1F150 && c <= 0x1F169) || (c >= 0x1F170 && c <= 0x1F189))
+    return true;
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT: case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_PC: return true;
+    default: return false;
+  }
+}
 
 std::optional<SplitRegex> split_regex_of(std::string_view pattern) noexcept {
   if (pattern == kLlama3Pattern) return SplitRegex::kLlama3;

@@ -16,6 +16,9 @@ bool is_space(std::uint32_t c) noexcept;
 bool is_punct(std::uint32_t c) noexcept;
 /// \p{L} or \p{N}.
 bool is_alnum(std::uint32_t c) noexcept;
+/// Rust regex's \w (Alphabetic, marks, decimal digits, connector punctuation, Join_Control): what
+/// `tokenizers` calls a word character for an added token's single_word.
+bool is_word_char(std::uint32_t c) noexcept;
 
 enum class SplitRegex : std::uint8_t {
   kNone,    ///< no split: the whole text is one piece

@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "headsep/error.hpp"
+#include "model/added_match.hpp"
 #include "model/bpe_split.hpp"
 #include "model/hf_lowercase.hpp"
 #include "support/text_util.hpp"
@@ -36,17 +37,18 @@ class BpeTokenizer final : public TextTokenizer {
  public:
   explicit BpeTokenizer(BpeSpec spec) : spec_(std::move(spec)) {
     model_ = std::make_unique<Model>(spec_.vocab, spec_.merges, spec_.options, spec_.name + ": model.merges");
+    std::vector<std::string> raw, norm;
     for (std::uint32_t i = 0; i < spec_.added.size(); ++i) {
       const AddedToken& a = spec_.added[i];
-      Matcher& m = a.normalized ? norm_added_ : raw_added_;
-      std::string pattern = a.normalized ? normalize(a.content) : a.content;
-      if (pattern.empty()) continue;
-      m.first[static_cast<unsigned char>(pattern[0])] = true;
-      m.patterns.push_back({std::move(pattern), i});
+      (a.normalized ? norm_added_ : raw_added_).tokens.push_back(i);
+      (a.normalized ? norm : raw).push_back(a.normalized ? normalize(a.content) : a.content);
+      // tokenizers would match the empty pattern at every position (and fail on non-ASCII text).
+      if ((a.normalized ? norm : raw).back().empty())
+        throw Error(spec_.name + ": added_tokens[" + std::to_string(i) + "] '" + a.content.substr(0, 40) +
+                    "' is empty after the normalizer (it would match everywhere); give it normalized false");
     }
-    for (Matcher* m : {&raw_added_, &norm_added_})
-      std::stable_sort(m->patterns.begin(), m->patterns.end(),
-                       [](const auto& x, const auto& y) { return x.first.size() > y.first.size(); });
+    raw_added_.ac = AddedMatcher(raw);
+    norm_added_.ac = AddedMatcher(norm);
     if (spec_.pre.kind == PreTokenizer::kMetaspace) marker_ = spec_.pre.replacement;
     for (const NormStep& s : spec_.normalizer)
       if (s.kind == NormStep::kReplace && s.pattern == " ") marker_ = s.content;
@@ -83,8 +85,8 @@ class BpeTokenizer final : public TextTokenizer {
 
  private:
   struct Matcher {
-    std::vector<std::pair<std::string, std::uint32_t>> patterns;  // longest first -> index in spec_.added
-    std::array<bool, 256> first{};
+    AddedMatcher ac;
+    std::vector<std::uint32_t> tokens;  // pattern -> index in spec_.added
   };
 
   std::string normalize(std::string_view s) const {
@@ -96,7 +98,15 @@ class BpeTokenizer final : public TextTokenizer {
         hf::lowercase_utf8(t);
       } else if (st.kind != NormStep::kReplace) {
         unicode_form(st.kind, t);
-      } else if (!st.pattern.empty()) {
+      } else if (st.pattern.empty()) {  // the empty pattern matches at every character boundary
+        if (t.empty()) continue;
+        std::string r = st.content;
+        for (std::size_t i = 0; i < t.size();) {
+          const std::size_t len = std::min(utf8_len(static_cast<unsigned char>(t[i])), t.size() - i);
+          r.append(t, i, len).append(st.content), i += len;
+        }
+        t.swap(r);
+      } else {
         std::string r;
         for (std::size_t i = 0; i < t.size();) {
           if (t.compare(i, st.pattern.size(), st.pattern) == 0) r += st.content, i += st.pattern.size();
@@ -109,11 +119,18 @@ class BpeTokenizer final : public TextTokenizer {
   }
 
   /// tokenizers' AddedVocabulary::find_matches: the text cut around the tokens of `m`; each
-  /// token's id goes to `out`, each text between them to `text(start, piece)`.
+  /// token's id goes to `out`, each text between them to `text(start, piece)`. As there, the next
+  /// search starts at a match's end even when rstrip took the spaces after it, and a match that
+  /// single_word rejects is skipped whole.
   template <class F>
   void split_added(std::string_view s, const Matcher& m, F&& text, Encoding& out) const {
-    std::size_t from = 0, done = 0;  // search position; end of the last split
     const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+    auto char_at = [&](std::size_t i) { return decode_at(b + i, std::min(utf8_len(b[i]), s.size() - i)); };
+    auto char_before = [&](std::size_t i) {
+      std::size_t k = i - 1;
+      while (k > 0 && (b[k] & 0xC0) == 0x80) --k;
+      return decode_at(b + k, i - k);
+    };
     auto space_before = [&](std::size_t i) {  // start of the whitespace run ending at i
       while (i > 0) {
         std::size_t k = i - 1;
@@ -123,41 +140,23 @@ class BpeTokenizer final : public TextTokenizer {
       }
       return i;
     };
-    auto char_before = [&](std::size_t i) {
-      std::size_t k = i - 1;
-      while (k > 0 && (b[k] & 0xC0) == 0x80) --k;
-      return decode_at(b + k, i - k);
-    };
-    while (!m.patterns.empty() && from < s.size()) {
-      std::size_t at = from, k = 0;
-      bool found = false;
-      for (; at < s.size() && !found; ++at) {
-        if (!m.first[b[at]]) continue;
-        for (k = 0; k < m.patterns.size(); ++k)
-          if (s.compare(at, m.patterns[k].first.size(), m.patterns[k].first) == 0) { found = true; break; }
-      }
-      if (!found) break;
-      --at;
-      const AddedToken& a = spec_.added[m.patterns[k].second];
-      std::size_t start = at, stop = at + m.patterns[k].first.size();
-      from = stop;
-      if (a.single_word) {
-        const bool left = start == 0 || !is_alnum(char_before(start));
-        const bool right = stop == s.size() || !is_alnum(decode_at(b + stop, std::min(utf8_len(b[stop]), s.size() - stop)));
-        if (!left || !right) continue;
-      }
+    std::size_t done = 0;  // tokenizers' start_offset: the end of the last token
+    for (std::size_t from = 0; from < s.size();) {
+      const auto hit = m.ac.find(s, from);
+      if (!hit) break;
+      from = hit->end;
+      const AddedToken& a = spec_.added[m.tokens[hit->pattern]];
+      std::size_t start = hit->start, stop = hit->end;
+      if (a.single_word && ((start > 0 && is_word_char(char_before(start))) || (stop < s.size() && is_word_char(char_at(stop)))))
+        continue;
       if (a.lstrip) start = std::max(space_before(start), done);
       if (a.rstrip)
-        while (stop < s.size()) {
-          const std::size_t len = std::min(utf8_len(b[stop]), s.size() - stop);
-          if (!is_space(decode_at(b + stop, len))) break;
-          stop += len;
-        }
-      if (start > done) text(done, s.substr(done, start - done));
+        while (stop < s.size() && is_space(char_at(stop))) stop += std::min(utf8_len(b[stop]), s.size() - stop);
+      if (done < start) text(done, s.substr(done, start - done));
       out.ids.push_back(a.id), out.word.push_back(Encoding::kNoWord);
-      done = from = stop;
+      done = stop;
     }
-    if (done < s.size() || s.empty()) text(done, s.substr(done));
+    if (done != s.size() || s.empty()) text(done, s.substr(done));
   }
 
   void normalized_segment(std::string_view s, bool at_start, Encoding& out) const {

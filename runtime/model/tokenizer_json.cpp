@@ -95,6 +95,7 @@ void read_pre_tokenizer(const json& p, const std::string& name, const std::strin
       out.regex = r;
       return;
     }
+    if (list.is_array() && list.empty()) return;  // no pre-tokenizer
     if (!list.is_array() || list.size() != 1)
       refuse(name, lp, "must hold exactly one pre-tokenizer, or a Split and a ByteLevel (other Sequences are not supported)");
     return read_pre_tokenizer(list[0], name, lp + "[0]", out);
@@ -109,17 +110,20 @@ void read_pre_tokenizer(const json& p, const std::string& name, const std::strin
   } else if (t == "Metaspace") {
     out.kind = bpe::PreTokenizer::kMetaspace;
     out.replacement = str_at(p, "replacement", name, path);
-    if (out.replacement.empty()) refuse(name, path + ".replacement", "must not be empty");
+    // One character, as tokenizers' (a char there: it refuses any other string).
+    const auto* r = reinterpret_cast<const unsigned char*>(out.replacement.data());
+    if (out.replacement.empty() || bpe::utf8_len(r[0]) != out.replacement.size())
+      refuse(name, path + ".replacement", json(out.replacement).dump().substr(0, 40) + " must be one character");
     out.split = bool_at(p, "split", true, name, path);
-    if (p.contains("prepend_scheme")) {
-      const std::string s = str_at(p, "prepend_scheme", name, path);
-      if (s == "always") out.prepend = bpe::PreTokenizer::kAlways;
-      else if (s == "first") out.prepend = bpe::PreTokenizer::kFirst;
-      else if (s == "never") out.prepend = bpe::PreTokenizer::kNever;
-      else refuse(name, path + ".prepend_scheme", "'" + s + "' is not supported (always, first, never)");
-    } else {
-      out.prepend = bool_at(p, "add_prefix_space", true, name, path) ? bpe::PreTokenizer::kAlways : bpe::PreTokenizer::kNever;
-    }
+    // prepend_scheme (default always) decides; the older add_prefix_space may only agree with it:
+    // false with any scheme but never is refused, as tokenizers refuses it.
+    const std::string s = str_at(p, "prepend_scheme", name, path, "always");
+    if (s == "always") out.prepend = bpe::PreTokenizer::kAlways;
+    else if (s == "first") out.prepend = bpe::PreTokenizer::kFirst;
+    else if (s == "never") out.prepend = bpe::PreTokenizer::kNever;
+    else refuse(name, path + ".prepend_scheme", "'" + s + "' is not supported (always, first, never)");
+    if (!bool_at(p, "add_prefix_space", true, name, path) && out.prepend != bpe::PreTokenizer::kNever)
+      refuse(name, path + ".add_prefix_space", "false does not match prepend_scheme '" + s + "' (give prepend_scheme never)");
   } else {
     unsupported(name, path, t);
   }
@@ -199,6 +203,30 @@ void read_added(const json& t, const std::string& name, std::vector<bpe::AddedTo
   }
 }
 
+/// tokenizers reads added tokens one by one and gives each, whatever the file says, the id its
+/// content already has (an earlier added token's, else model.vocab's), else the next one past
+/// model.vocab's entry count and the added tokens so far (it only warns when the file disagrees).
+/// A file that disagrees would be read with other ids there: refused.
+void check_added_ids(const bpe::BpeSpec& spec, const std::string& name) {
+  const std::size_t n_vocab = spec.vocab.size();
+  bpe::Vocab given;
+  std::int64_t max_added = -1;
+  for (std::size_t i = 0; i < spec.added.size(); ++i) {
+    const bpe::AddedToken& a = spec.added[i];
+    std::uint64_t want;
+    if (const auto it = given.find(a.content); it != given.end()) want = it->second;
+    else if (const auto iv = spec.vocab.find(a.content); iv != spec.vocab.end()) want = iv->second;
+    else if (max_added < 0) want = n_vocab;
+    else want = std::uint64_t(max_added) >= n_vocab || n_vocab == 0 ? std::uint64_t(max_added) + 1 : n_vocab;
+    given.emplace(a.content, static_cast<std::uint32_t>(want));
+    max_added = std::max<std::int64_t>(max_added, static_cast<std::int64_t>(want));
+    if (a.id != want)
+      refuse(name, "added_tokens[" + std::to_string(i) + "]", "'" + a.content.substr(0, 40) + "' has id " + std::to_string(a.id) +
+             ", but tokenizers gives it id " + std::to_string(want) + " (its model.vocab id, else the next past model.vocab's " +
+             std::to_string(n_vocab) + " entries and the added tokens before it)");
+  }
+}
+
 void check_truncation(const json& t, const std::string& name) {
   const json& tr = t.value("truncation", json());
   if (tr.is_null()) return;
@@ -244,9 +272,8 @@ std::unique_ptr<TextTokenizer> bpe_from_json(const json& t, const std::string& n
   read_normalizer(t.value("normalizer", json()), name, "normalizer", spec.normalizer);
   read_pre_tokenizer(t.value("pre_tokenizer", json()), name, "pre_tokenizer", spec.pre);
   spec.options.byte_level = spec.pre.kind == bpe::PreTokenizer::kByteLevel;
-  if (spec.options.byte_level && spec.options.byte_fallback)
-    refuse(name, "model.byte_fallback", "true with a ByteLevel pre-tokenizer is not supported");
   read_added(t, name, spec.added);
+  check_added_ids(spec, name);
   for (std::size_t i = 0; i < spec.added.size(); ++i)
     if (spec.added[i].id >= spec.tokens.size() || spec.tokens[spec.added[i].id] != spec.added[i].content)
       refuse(name, "added_tokens[" + std::to_string(i) + "]", "'" + spec.added[i].content.substr(0, 40) + "' has id " +
@@ -320,7 +347,7 @@ WordPieceOptions bert_pipeline(const json& t, const std::string& name) {
   if (str_at(m, "continuing_subword_prefix", name, "model", "##") != "##")
     refuse(name, "model.continuing_subword_prefix", "other than ## is not supported");
   if (m.contains("max_input_chars_per_word") && !m["max_input_chars_per_word"].is_null())
-    o.max_chars = std::max<std::uint32_t>(1, std::min<std::uint32_t>(id_of(m["max_input_chars_per_word"], name, "model.max_input_chars_per_word"), 1u << 30));
+    o.max_chars = std::min<std::uint32_t>(id_of(m["max_input_chars_per_word"], name, "model.max_input_chars_per_word"), 1u << 30);
   const json& pp = t.value("post_processor", json());
   std::vector<std::string> names;  // the vocabulary is not needed to read the template's shape
   std::vector<std::uint32_t> pre, post;

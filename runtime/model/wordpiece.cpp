@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "headsep/error.hpp"
+#include "model/added_match.hpp"
 #include "model/hf_lowercase.hpp"
 #include "model/hf_unicode_tables.hpp"
 #include "support/text_util.hpp"
@@ -159,7 +160,6 @@ WordPiece WordPiece::from_bytes(std::string_view bytes, const std::string& name,
 WordPiece WordPiece::from_tokens(std::vector<std::string> tokens, const std::string& name, WordPieceOptions options) {
   if (options.max_length < 2) throw Error(name + ": max_length must be >= 2 ([CLS] and [SEP]), got " +
                                           std::to_string(options.max_length));
-  if (options.max_chars == 0) throw Error(name + ": max_chars must be >= 1");
   WordPiece wp;
   wp.options_ = options;
   wp.tokens_ = std::move(tokens);
@@ -191,25 +191,13 @@ WordPiece WordPiece::from_tokens(std::vector<std::string> tokens, const std::str
 
 void WordPiece::set_special_tokens(const std::vector<std::string>& tokens, const std::string& name) {
   specials_.clear();
-  special_first_.fill(false);
   for (const auto& t : tokens) {
     const std::int64_t id = t.empty() ? -1 : find(t);
     if (id < 0) throw Error(name + ": the special token " + shown(t) + " is not an entry of the vocabulary");
     specials_.push_back({t, static_cast<std::uint32_t>(id)});
-    special_first_[static_cast<unsigned char>(t[0])] = true;
   }
-  std::stable_sort(specials_.begin(), specials_.end(),
-                   [](const Special& a, const Special& b) { return a.text.size() > b.text.size(); });
+  special_match_ = std::make_shared<const AddedMatcher>(tokens);
   special_names_ = tokens;
-}
-
-int WordPiece::match_special(const unsigned char* s, std::size_t n) const noexcept {
-  for (std::size_t k = 0; k < specials_.size(); ++k) {
-    const std::string& t = specials_[k].text;
-    if (t.size() <= n && std::char_traits<char>::compare(reinterpret_cast<const char*>(s), t.data(), t.size()) == 0)
-      return static_cast<int>(k);
-  }
-  return -1;
 }
 
 void WordPiece::insert(std::string_view key, bool continuation, std::uint32_t id, const std::string& name) {
@@ -321,21 +309,27 @@ void WordPiece::encode(std::string_view text, Encoding& out) const {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
   std::int32_t dec[8];
+  // The next special token (leftmost-longest, in one pass over the text); specials start on a
+  // character boundary, where the loop below stops.
+  const AddedMatcher* specials = special_match_ && !special_match_->empty() ? special_match_.get() : nullptr;
+  auto next_special = [&](std::size_t from) { return specials ? specials->find(text, from) : std::nullopt; };
+  auto special = next_special(0);
   for (std::size_t i = 0; i < n;) {
     const unsigned c = s[i];
-    if (special_first_[c]) {
-      if (const int k = match_special(s + i, n - i); k >= 0) {  // kept whole: a word of its own
-        flush();
-        if (out.ids.size() >= options_.max_length - 1) {
-          out.truncated = true;
-        } else {
-          out.ids.push_back(specials_[k].id);
-          out.word.push_back(static_cast<std::uint32_t>(out.words.size()));
-          out.words.push_back(specials_[k].text);
-        }
-        i += specials_[k].text.size();
-        continue;
+    if (special && special->start < i) special = next_special(i);  // (never: specials start on a character)
+    if (special && special->start == i) {  // kept whole: a word of its own
+      flush();
+      const Special& sp = specials_[special->pattern];
+      if (out.ids.size() >= options_.max_length - 1) {
+        out.truncated = true;
+      } else {
+        out.ids.push_back(sp.id);
+        out.word.push_back(static_cast<std::uint32_t>(out.words.size()));
+        out.words.push_back(sp.text);
       }
+      i = special->end;
+      special = next_special(i);
+      continue;
     }
     if (c < 0x80) {
       ++i;

@@ -1,6 +1,6 @@
 // Fuzz harness: the tokenizer.json reader and the BPE / WordPiece encoders (runtime/model/
 // tokenizer_json.cpp, bpe_tokenizer.cpp, bpe_split.cpp, bpe.cpp). Byte 0 chooses: 6 (mod 7) = the rest
-// is a tokenizer.json, read and then run on a few fixed texts; otherwise the rest is a text for the
+// is a tokenizer.json, read and then run on a few fixed texts and on its own text; otherwise the rest is a text for the
 // committed tokenizer fixture byte 0 mod 7 picks (tests/model/fixtures/tok_*). Besides crashes:
 // ids inside the vocabulary, one word index per id, at most max_length ids, the same encoding twice
 // (the per-thread word cache never changes a result), and for byte-level BPE without stripping
@@ -78,6 +78,9 @@ inline int fuzz_one(const std::uint8_t* data, std::size_t size) {
       for (const char* text : {"", "Hello, world! 123", "  a\tb\n\n", "<s> [CLS] <|endoftext|> x",
                                "\xec\x95\x88\xeb\x85\x95 \xf0\x9f\x98\x80 e\xcc\x81"})
         check_encoding(*tok, text);
+      // The file's own text holds every added token's content (and is long): the added-token
+      // matcher on many tokens and matches at once (corpus/tokenizer/json_many_added: 3 000).
+      check_encoding(*tok, rest);
     });
     return 0;
   }
