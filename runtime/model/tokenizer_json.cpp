@@ -367,7 +367,7 @@ std::unique_ptr<TextTokenizer> tokenizer_from_json(std::string_view bytes, const
     wp->set_special_tokens(tokjson::wordpiece_added(t, name, *wp, "model.vocab"), name);
     return wp;
   } catch (const nlohmann::json::exception& e) {
-    throw Error(name + ": not a tokenizer headsep can read (" + e.what() + ")");
+    throw Error(name + ": not a tokenizer headsep can read (" + json_error_text(e.what()) + ")");
   }
 }
 
