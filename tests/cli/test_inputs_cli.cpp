@@ -39,7 +39,7 @@ bool one_line(const std::string& err) { return std::count(err.begin(), err.end()
 
 }  // namespace
 
-TEST_CASE("--attention-reports naming an index or id no report has: an error like --report's, nothing written",
+TEST_CASE("attention reports: an index or id that no report has is an error like --report's, nothing written",
           "[cli][inputs]") {
   TempDir dir;
   const std::string maps = dir.file("maps.jsonl"), sum = dir.file("s.json");
@@ -88,7 +88,7 @@ TEST_CASE("--attention-reports naming an index or id no report has: an error lik
   CHECK_FALSE(fs::exists(sum));
 }
 
-TEST_CASE("--chunk out of range: one short usage line, no 300-digit range", "[cli][inputs]") {
+TEST_CASE("a chunk size out of range: one short usage line, no 300-digit range", "[cli][inputs]") {
   for (const char* v : {"0", "-1", "abc", "1.5", "4294967297", "99999999999999999999999"}) {
     auto r = run_cli(kQkv + "--chunk " + v);
     INFO(v << ": " << r.err);

@@ -60,7 +60,7 @@ TEST_CASE("JSON nesting: up to 256 levels parse, deeper is refused at the bracke
   CHECK(headsep::parse_json(in_string, "f.json")[0].get<std::string>().size() == 2001);
 }
 
-TEST_CASE("JSON nested 300 000 deep is refused, not a stack overflow; a syntax error before the depth wins",
+TEST_CASE("JSON nested 300 000 deep is refused, not a stack overflow, and a syntax error before the depth wins",
           "[support][json]") {
   for (const auto& [open, close] : {std::pair{"[", "]"}, std::pair{"{\"a\":", "}"}}) {
     const std::string deep = nested(300000, open, close, "null");
