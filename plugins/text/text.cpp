@@ -11,6 +11,7 @@
 
 #include "headsep/plugin_sdk.hpp"
 #include "text_reports.hpp"
+#include "support/json_input.hpp"  // JSON lines: depth bounded, errors located
 #include "support/text_util.hpp"  // the core's UTF-8 check (a built-in plugin, linked with the core)
 
 namespace {
@@ -194,12 +195,10 @@ class TextGenerator final : public ScenarioGenerator {
         if (!get_line(line)) return std::nullopt;
       } while (line.find_first_not_of(" \t") == std::string::npos);
       r.line = line_;
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception& e) {
-        fail(r.line, std::string("not valid JSON (") + e.what() + ")");
-      }
+      headsep::JsonProblem problem;
+      auto parsed = headsep::try_parse_json(line, problem);
+      if (!parsed) fail(r.line, problem.in_line());
+      nlohmann::json& j = *parsed;
       if (!j.is_object()) fail(r.line, "expected a JSON object with report_id and text");
       if (!j.contains("text") || !j["text"].is_string()) fail(r.line, "\"text\" is missing or not a string");
       if (!j.contains("report_id") || !(j["report_id"].is_string() || j["report_id"].is_number_integer()))

@@ -1,7 +1,10 @@
 // Each subcommand's entry points, one file each: add_X() puts its options on the app (the
 // --help order), X_cmd() runs it once parsed. main.cpp calls them in the app's order.
 #pragma once
+#include <atomic>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,7 +25,25 @@ int run_cmd(const RunArgs& a);
 /// sees the summary and the stats once the run is done.
 int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&, const RunStats&)>& after = {});
 /// --attention-reports SPEC (first:N, all, index:I,J,..., id:A,B,...): which reports keep maps.
-std::function<bool(const ReportBatch&, std::size_t)> parse_keep(const std::string& spec);
+/// A predicate (RunOptions::keep_maps, the map writer's filter) that notes what it matched; its
+/// copies share the notes, from any thread.
+class KeepReports {
+ public:
+  explicit KeepReports(const std::string& spec);  ///< UsageError when SPEC is not one of the forms
+  bool operator()(const ReportBatch& batch, std::size_t r) const;
+  /// After the run, before any output is committed: Error naming the first index or id of an
+  /// index:/id: spec that no report matched (as --report does; `reports`: how many the run read).
+  void check_matched(std::uint64_t reports) const;
+
+ private:
+  enum class Kind { all, first, index, id } kind_ = Kind::all;
+  std::string spec_;
+  std::uint64_t first_ = 0;
+  std::vector<std::uint64_t> index_;  // sorted, unique
+  std::vector<std::string> ids_;      // sorted, unique
+  std::shared_ptr<std::vector<std::atomic<bool>>> seen_;  // per index_ or ids_ entry
+};
+inline KeepReports parse_keep(const std::string& spec) { return KeepReports(spec); }
 
 // headsep run --model (model_cmd.cpp): a BERT encoder's every (layer, head) on text reports.
 int model_cmd(const RunArgs& a);

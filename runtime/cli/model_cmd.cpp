@@ -108,6 +108,7 @@ struct ModelOutputs {
   std::vector<std::unique_ptr<OutputFile>> files;
   std::unique_ptr<ResultWriter> rows;
   std::unique_ptr<ResultSink> maps;
+  std::optional<KeepReports> keep;  // --attention-reports: checked after the run, before commit()
 
   ModelOutputs(const RunArgs& a, const RunInfo& info, ModelRunOptions& mo) {
     if (!a.per_report.empty()) {
@@ -118,10 +119,11 @@ struct ModelOutputs {
       mo.sinks.push_back(rows.get());
     }
     if (!a.attention.empty()) {
-      mo.dump_reports = parse_keep(a.attention_reports);
+      keep.emplace(a.attention_reports);
+      mo.dump_reports = *keep;
       mo.dump_layers = parse_layers(a.attention_layers);
       files.push_back(std::make_unique<OutputFile>(a.attention));
-      maps = make_attention_writer(*files.back(), {}, info.kv_head_of);
+      maps = make_attention_writer(*files.back(), *keep, info.kv_head_of);  // (the writer sees every kept report)
       mo.sinks.push_back(maps.get());
     }
   }
@@ -192,6 +194,11 @@ int model_cmd(const RunArgs& a) {
   mo.profiler = prof.profiler.get();
   RunProvenance origin = model_provenance(a, job);
   const ModelSummary sum = run_model(*source, model, axes, mo);
+  if (outputs.keep) {  // before anything is committed: no output left
+    std::uint64_t reports = 0;
+    for (const auto& sc : sum.scenarios) reports += sc.reports;
+    outputs.keep->check_matched(reports);
+  }
   origin.model_name = sum.model, origin.execution.threads = sum.threads, origin.execution.simd = sum.simd;
   if (report) {  // docs/REPORTS.md: the layer x head grids
     RunStats st;

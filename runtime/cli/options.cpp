@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <oneapi/tbb/info.h>
@@ -34,7 +35,18 @@ void add_job_options(CLI::App& command, RunArgs& a) {
 void add_engine_options(CLI::App& command, RunArgs& a) {
   command.add_option("--simd", a.simd, "Force a SIMD level");
   command.add_option("--precision", a.precision, "f64 or f32")->capture_default_str();
-  command.add_option("--chunk", a.chunk, "Reports per batch")->check(CLI::PositiveNumber);
+  check_chunk_option(*command.add_option("--chunk", a.chunk, "Reports per batch"));
+}
+
+void check_chunk_option(CLI::Option& chunk) {
+  chunk.check(CLI::Validator(
+      [](std::string& s) -> std::string {
+        std::uint64_t v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec == std::errc() && end == s.data() + s.size() && v >= 1 && v <= (std::uint64_t(1) << 32)) return {};
+        return "expected a number of reports per batch, 1..4294967296, got '" + printable(s, 40) + "'";
+      },
+      "1..2^32"));
 }
 
 namespace {

@@ -22,6 +22,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace headsep::cli {
@@ -48,6 +49,9 @@ void add_plugin_dir_option(CLI::App& command, std::vector<std::string>& dirs);
 void add_job_options(CLI::App& command, RunArgs& a);
 /// The engine's arithmetic in the short help of scaling and sweep: --simd, --precision, --chunk.
 void add_engine_options(CLI::App& command, RunArgs& a);
+/// --chunk's check: a whole number of reports, 1..2^32 (CLI::PositiveNumber printed double's
+/// 300-digit range for 0).
+void check_chunk_option(CLI::Option& chunk);
 
 // The job's set-up lives in job/ (shared with the Python module); the CLI names it unqualified.
 using job::attention_chunk;

@@ -7,54 +7,86 @@
 #include <charconv>
 #include <cstdio>
 #include <oneapi/tbb/info.h>
-#include <set>
 
 #include "cli/commands.hpp"
 #include "dist/csv_ranges.hpp"
 #include "dist/dist.hpp"
 #include "headsep/error.hpp"
 #include "support/progress.hpp"
+#include "support/text_util.hpp"
 
 namespace headsep::cli {
 
 /// --attention-reports: first:N | all | index:I,J,... | id:A,B,... -> which reports keep maps.
-std::function<bool(const ReportBatch&, std::size_t)> parse_keep(const std::string& spec) {
-  auto colon = spec.find(':');
+KeepReports::KeepReports(const std::string& spec) : spec_(spec) {
+  const auto colon = spec.find(':');
   const std::string kind = spec.substr(0, colon), rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  auto list = [&] {
-    std::vector<std::string> v;
-    std::size_t i = 0;
-    while (i <= rest.size() && !rest.empty()) {
-      auto j = rest.find(',', i);
-      if (j == std::string::npos) j = rest.size();
-      if (j > i) v.push_back(rest.substr(i, j - i));
-      i = j + 1;
-    }
-    return v;
-  };
+  std::vector<std::string> list;
+  for (std::size_t i = 0; i <= rest.size() && !rest.empty();) {
+    auto j = rest.find(',', i);
+    if (j == std::string::npos) j = rest.size();
+    if (j > i) list.push_back(rest.substr(i, j - i));
+    i = j + 1;
+  }
   auto number = [&](const std::string& x) {
     std::uint64_t v = 0;
     auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
     if (ec != std::errc() || p != x.data() + x.size() || x.empty())
-      throw UsageError("--attention-reports " + spec + ": '" + x + "' is not a report index");
+      throw UsageError("--attention-reports " + printable(spec, 200) + ": '" + printable(x, 200) + "' is not a report index");
     return v;
   };
-  if (kind == "all" && rest.empty()) return [](const ReportBatch&, std::size_t) { return true; };
-  if (kind == "first" && !rest.empty()) {
-    const std::uint64_t n = number(rest);
-    return [n](const ReportBatch& b, std::size_t r) { return b.first_report + r < n; };
+  if (kind == "all" && rest.empty()) {
+    kind_ = Kind::all;
+  } else if (kind == "first" && !rest.empty()) {
+    kind_ = Kind::first, first_ = number(rest);
+  } else if (kind == "index" && !list.empty()) {
+    kind_ = Kind::index;
+    for (const auto& x : list) index_.push_back(number(x));
+    std::sort(index_.begin(), index_.end());
+    index_.erase(std::unique(index_.begin(), index_.end()), index_.end());
+  } else if (kind == "id" && !list.empty()) {
+    kind_ = Kind::id;
+    ids_ = std::move(list);
+    std::sort(ids_.begin(), ids_.end());
+    ids_.erase(std::unique(ids_.begin(), ids_.end()), ids_.end());
+  } else {
+    throw UsageError("--attention-reports: expected first:N, all, index:I,J,... or id:A,B,..., got '" + printable(spec, 200) + "'");
   }
-  if (kind == "index" && !rest.empty()) {
-    std::set<std::uint64_t> keep;
-    for (const auto& x : list()) keep.insert(number(x));
-    return [keep](const ReportBatch& b, std::size_t r) { return keep.count(b.first_report + r) > 0; };
+  seen_ = std::make_shared<std::vector<std::atomic<bool>>>(std::max(index_.size(), ids_.size()));
+}
+
+bool KeepReports::operator()(const ReportBatch& b, std::size_t r) const {
+  std::size_t at = 0;
+  switch (kind_) {
+    case Kind::all: return true;
+    case Kind::first: return b.first_report + r < first_;
+    case Kind::index: {
+      const auto it = std::lower_bound(index_.begin(), index_.end(), b.first_report + r);
+      if (it == index_.end() || *it != b.first_report + r) return false;
+      at = std::size_t(it - index_.begin());
+      break;
+    }
+    case Kind::id: {
+      const std::string id = b.report_id(r);
+      const auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
+      if (it == ids_.end() || *it != id) return false;
+      at = std::size_t(it - ids_.begin());
+      break;
+    }
   }
-  if (kind == "id" && !rest.empty()) {
-    auto v = list();
-    std::set<std::string> keep(v.begin(), v.end());
-    return [keep](const ReportBatch& b, std::size_t r) { return keep.count(b.report_id(r)) > 0; };
+  (*seen_)[at].store(true, std::memory_order_relaxed);  // read after the run's threads have joined
+  return true;
+}
+
+void KeepReports::check_matched(std::uint64_t reports) const {
+  for (std::size_t i = 0; i < seen_->size(); ++i) {
+    if ((*seen_)[i].load(std::memory_order_relaxed)) continue;
+    const std::string head = "--attention-reports " + printable(spec_, 200) + ": ";
+    if (kind_ == Kind::index)
+      throw Error(head + "no report has index " + std::to_string(index_[i]) + " (the input has " + std::to_string(reports) +
+                  " report" + (reports == 1 ? "" : "s") + ", indices from 0)");
+    throw Error(head + "no report has id '" + printable(ids_[i], 200) + "'");
   }
-  throw UsageError("--attention-reports: expected first:N, all, index:I,J,... or id:A,B,..., got '" + spec + "'");
 }
 
 CLI::App* add_run(CLI::App& app, RunArgs& ra) {
@@ -80,10 +112,9 @@ CLI::App* add_run(CLI::App& app, RunArgs& ra) {
   runc->add_option("--threads", ra.threads, "Worker threads (0 = all cores)");
   runc->add_option("--simd", ra.simd, "Force a SIMD level: scalar, sse2, avx2, avx512 (default: best, or $HEADSEP_SIMD)");
   runc->add_option("--precision", ra.precision, "f64 (default, the seed's arithmetic) or f32")->capture_default_str();
-  runc->add_option("--chunk", ra.chunk,
-                   "Reports per batch (default 8192, fewer to keep ~1 MiB of tokens per batch when the source "
-                   "has random access; attention schemes: 65536 / d_model, within 32..8192)")
-      ->check(CLI::PositiveNumber);
+  check_chunk_option(*runc->add_option("--chunk", ra.chunk,
+                                       "Reports per batch (default 8192, fewer to keep ~1 MiB of tokens per batch when "
+                                       "the source has random access; attention schemes: 65536 / d_model, within 32..8192)"));
   runc->add_option("--attention", ra.attention,
                    "Attention schemes: write the attention maps (and multi-head output) of chosen reports as JSON lines");
   runc->add_option("--attention-reports", ra.attention_reports, "Reports --attention keeps: first:N, all, index:I,J,.., id:A,B,..")
@@ -126,10 +157,11 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
     writers.push_back(make_writer(format, *files.back(), info));
     sinks.push_back(writers.back().get());
   };
+  std::optional<KeepReports> keep;  // --attention-reports, checked after the run: every index or id it names was seen
   if (!a.attention.empty()) {
     if (!info.attention)
       throw UsageError("--attention: weighting '" + a.weighting + "' is not an attention scheme (try qkv or positional)");
-    opt.keep_maps = parse_keep(a.attention_reports);
+    opt.keep_maps = *(keep = parse_keep(a.attention_reports));
   }
   // Scale-out (runtime/dist/): several ranks on one node share its cores unless --threads says;
   // ranks 1..K-1 compute their share and leave every output to rank 0.
@@ -185,6 +217,7 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
   opt.profiler = prof.profiler.get();
   RunProvenance origin = provenance(a, s.plugins, opt, info.axis_names, info.attention);
   RunStats stats = run(*s.source, *s.weighting, s.axes, opt, sinks);
+  if (keep) keep->check_matched(stats.reports);  // before anything is committed: no output left
   origin.execution.batch = stats.batch;
   for (auto& w : writers) w->finish(s.source->rows_read(), stats.source_rows);
   if (!a.summary.empty()) {

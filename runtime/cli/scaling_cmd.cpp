@@ -22,6 +22,7 @@
 
 #include "cli/commands.hpp"
 #include "headsep/error.hpp"
+#include "support/json_input.hpp"
 
 namespace headsep::cli {
 
@@ -148,7 +149,7 @@ prof::ScalingPoint rank_scaling_point(const RunArgs& a, unsigned ranks, const st
                 (WIFEXITED(status) ? "exited " + std::to_string(WEXITSTATUS(status)) : std::string("was killed by a signal")) +
                 (tail.empty() ? std::string() : ":\n" + tail));
   }
-  auto doc = nlohmann::ordered_json::parse(read_text_file(summary.string()));
+  auto doc = parse_json<nlohmann::ordered_json>(read_text_file(summary.string()), summary.string());
   if (!doc.contains("profile")) throw Error("scaling --ranks: " + summary.string() + " has no profile section");
   prof::ScalingPoint p;
   p.profile_json = doc["profile"].dump(2);

@@ -12,6 +12,7 @@
 #include "headsep/error.hpp"
 #include "headsep/model_tokenizer.hpp"
 #include "headsep/output.hpp"
+#include "support/json_input.hpp"
 #include "support/text_util.hpp"
 
 namespace headsep::cli {
@@ -101,12 +102,10 @@ int tokenize_cmd(const TokenizeArgs& t) {
     bool has_id = false;
     if (jsonl) {
       if (line.find_first_not_of(" \t") == std::string::npos) continue;  // blank lines between objects
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception& err) {
-        throw InputError(in_name, line_no, "", "not valid JSON (" + json_error_text(err.what()) + ")");
-      }
+      JsonProblem problem;
+      auto parsed = try_parse_json(line, problem);
+      if (!parsed) throw InputError(in_name, line_no, "", problem.in_line());
+      nlohmann::json& j = *parsed;
       if (!j.is_object() || !j.contains("text") || !j["text"].is_string())
         throw InputError(in_name, line_no, "", "expected an object with a string \"text\"");
       text = j["text"].get<std::string>();

@@ -5,6 +5,7 @@
 
 #include "engine/formatted_rows.hpp"
 #include "headsep/error.hpp"
+#include "headsep/finite.hpp"
 #include "headsep/output.hpp"
 #include "support/text_util.hpp"
 
@@ -47,6 +48,25 @@ class AttentionMapWriter final : public ResultSink {
     }
     s += ']';
   }
+  // Maps and outputs are written only when finite (inf and nan are not JSON); the engine's and
+  // the model's checks name an overflow first, this is the writer's own guard.
+  static void check_finite(const BatchResult& res, std::size_t j, std::size_t i) {
+    const AttentionDump& d = res.dumps[j];
+    const std::size_t r = d.reports[i], n = res.batch->report_length(r), nq = d.n_queries[i];
+    const float* maps = d.maps.data() + d.maps_offset[i];
+    const bool maps_bad = any_non_finite(maps, (std::size_t(d.heads) + 1) * nq * n);
+    if (!maps_bad && !(d.d_model && any_non_finite(d.output.data() + d.output_offset[i], nq * d.d_model))) return;
+    std::string what = "the multi-head output";
+    for (std::uint32_t h = 0; maps_bad && h <= d.heads; ++h)
+      if (any_non_finite(maps + std::size_t(h) * nq * n, nq * n)) {
+        what = (h ? "head" + std::to_string(h) : std::string("the single head")) + "'s attention map";
+        break;
+      }
+    throw Error("--attention: report '" + printable(res.batch->report_id(r), 200) + "', scenario '" +
+                printable(*res.scenario_names[j], 200) + "'" +
+                (res.layers.empty() ? std::string() : ", layer " + std::to_string(res.layers[j])) + ": " + what +
+                " is not finite (the inputs overflowed f32)");
+  }
   // The engine's runs: slot by slot, its kept reports in order. A model run (BatchResult::layers):
   // report by report, each kept layer in order, with "layer" and "token_ids".
   void format(const BatchResult& res, std::string& s) const {
@@ -68,6 +88,7 @@ class AttentionMapWriter final : public ResultSink {
     const AttentionDump& d = res.dumps[j];
     const std::size_t r = d.reports[i], n = b.report_length(r), nq = d.n_queries[i];
     if (only_ && !only_(b, r)) return;
+    check_finite(res, j, i);
     s += "{\"report_id\":";
     append_json_string(s, b.report_id(r));
     s += ",\"report_index\":" + std::to_string(b.first_report + r) + ",\"scenario\":";

@@ -9,6 +9,7 @@
 #include "engine/formatted_rows.hpp"
 #include "headsep/attention.hpp"
 #include "headsep/error.hpp"
+#include "support/metric_check.hpp"
 #include "support/text_util.hpp"
 
 namespace headsep {
@@ -35,6 +36,23 @@ Format format_from_extension(const std::string& path) {
 namespace {
 
 constexpr std::size_t kFlushBytes = 1 << 20;
+
+// The last guard before rows are written: inf and nan are not JSON, and a CSV reader would take
+// them for numbers. The engine's and the model's result checks name the cause first; this one
+// catches what they let through (a difference from the single head that overflows while the
+// contexts and the separation stay finite).
+void check_finite_rows(const BatchResult& res, const RunInfo& info) {
+  for (std::size_t j = 0; j < res.metrics.size(); ++j) {
+    const MetricBlock& m = res.metrics[j];
+    if (!any_nonfinite_metric(m)) continue;
+    for (std::size_t r = 0; r < m.n; ++r)
+      if (const std::string what = nonfinite_metric(m, r, info.axis_names); !what.empty())
+        throw Error("report '" + printable(res.batch->report_id(r), 200) + "', scenario '" +
+                    printable(*res.scenario_names[j], 200) + "'" +
+                    (res.layers.empty() ? std::string() : ", layer " + std::to_string(res.layers[j])) + ": " + what +
+                    " is not finite (the inputs are too large for double; rows hold finite numbers only)");
+  }
+}
 
 class BufferedWriter : public ResultWriter {
  public:
@@ -66,6 +84,7 @@ class TextWriter final : public BufferedWriter {
  public:
   using BufferedWriter::BufferedWriter;
   void consume(const BatchResult& res, SinkPartial*) override {
+    check_finite_rows(res, info_);
     const auto& b = *res.batch;
     const std::uint32_t C = static_cast<std::uint32_t>(info_.axis_names.size()), N = info_.heads;
     std::vector<double> v;
@@ -220,6 +239,7 @@ class RowWriter : public BufferedWriter {
  public:
   using BufferedWriter::BufferedWriter;
   void prepare(const BatchResult& res, std::unique_ptr<SinkPartial>& partial) const override {
+    check_finite_rows(res, info_);
     auto f = std::make_unique<FormattedRows>();
     format(res, f->bytes);
     partial = std::move(f);
@@ -228,6 +248,7 @@ class RowWriter : public BufferedWriter {
     if (auto* f = dynamic_cast<FormattedRows*>(partial)) {
       out_.write(f->bytes);
     } else {
+      check_finite_rows(res, info_);
       std::string s;
       format(res, s);
       out_.write(s);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace headsep {
@@ -76,7 +77,12 @@ void Moments::merge(const Moments& other) noexcept {
 
 double Moments::mean() const noexcept { return n_ == 0 ? kNaN : shift_ + s1_ / double(n_); }
 double Moments::variance() const noexcept {
-  return n_ < 2 ? 0.0 : std::max(0.0, (s2_ - s1_ * s1_ / double(n_)) / double(n_));
+  if (n_ < 2) return 0.0;
+  const double v = (s2_ - s1_ * s1_ / double(n_)) / double(n_);
+  // Sums overflowed by values past ~1e154 give inf - inf: max(0, NaN) read that as 0, a wrong
+  // std. Non-finite stays non-finite, for the summary's check to refuse by name.
+  if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
+  return std::max(0.0, v);
 }
 double Moments::stddev() const noexcept { return std::sqrt(variance()); }
 double Moments::min() const noexcept { return n_ == 0 ? kNaN : min_; }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <tbb/enumerable_thread_specific.h>
 
+#include "support/json_input.hpp"
 #include "support/text_util.hpp"
 
 namespace headsep {
@@ -206,10 +207,12 @@ std::string Summary::json() const {
     scen.push_back(js);
   }
   root["scenarios"] = scen;
+  check_finite_json(root, "summary", "the values are too large to summarize in double: moments of numbers past ~1e154 overflow");
   return root.dump(2) + "\n";
 }
 
 std::string Summary::table() const {
+  (void)json();  // the same numbers, checked finite there (check_finite_json), before any is printed
   std::string out = "head_separation per scenario\n";
   char line[256];
   // Fits 100 columns: the name column as wide as the longest name, at most 26; a longer name gets

@@ -10,6 +10,7 @@
 #include "headsep/error.hpp"
 #include "kernels/metrics_simd.hpp"
 #include "support/float_bits.hpp"
+#include "support/metric_check.hpp"
 
 namespace headsep::engine {
 
@@ -46,35 +47,14 @@ void poison_weights(WeightBlock& w, bool keep_first) {
     std::fill(w.rows[i].begin(), w.rows[i].end(), detail::unwritten());
 }
 
-namespace {
-
-// Bit 63 set iff some value is Inf or NaN (float_bits.hpp).
-std::uint64_t nonfinite_bits(const std::vector<double>& v) noexcept {
-  std::uint64_t acc = 0;
-  for (double x : v) acc |= detail::nonfinite_bit(x);
-  return acc;
-}
-
-}  // namespace
-
 void check_results(const ReportBatch& batch, const MetricBlock& m, const std::string& scenario, const std::string& source,
                    const std::string& weighting) {
-  const std::uint64_t bits = nonfinite_bits(m.context) | nonfinite_bits(m.separation) | nonfinite_bits(m.head_stats) |
-                             nonfinite_bits(m.pair_stats);
-  if (!(bits >> 63)) return;
-  for (std::size_t r = 0; r < m.n; ++r) {
-    bool ok = std::isfinite(m.separation[r]);
-    for (std::uint32_t h = 0; h <= m.heads; ++h)
-      for (std::uint32_t c = 0; c < m.axes; ++c) ok = ok && std::isfinite(m.ctx(h, c, r));
-    for (std::uint32_t h = 0; h <= m.heads && m.attention(); ++h)
-      for (std::uint32_t k = 0; k < m.head_stat_count; ++k) ok = ok && std::isfinite(m.head_stat(h, k, r));
-    for (std::size_t p = 0; p < pair_count(m.heads) && m.attention(); ++p)
-      for (std::uint32_t k = 0; k < m.pair_stat_count; ++k) ok = ok && std::isfinite(m.pair_stat(p, k, r));
-    if (!ok)
-      throw Error("report '" + batch.report_id(r) + "', scenario '" + scenario +
-                  "': a context overflowed to a non-finite value: the inputs from " + source + " are too large for " +
+  if (!any_nonfinite_metric(m)) return;
+  for (std::size_t r = 0; r < m.n; ++r)
+    if (const std::string what = nonfinite_metric(m, r); !what.empty())
+      throw Error("report '" + batch.report_id(r) + "', scenario '" + scenario + "': " + what +
+                  " overflowed to a non-finite value: the inputs from " + source + " are too large for " +
                   (weighting.empty() ? std::string("the weighting") : weighting));
-  }
 }
 
 }  // namespace headsep::engine

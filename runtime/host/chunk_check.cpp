@@ -104,9 +104,11 @@ void check_chunk(const ChunkSink& sink, const ReportBatch& batch, const Schema& 
   if (!sink.offsets_set) throw bad("token_offsets() was never called");
   const auto& off = batch.token_offset;
   for (std::size_t r = 0; r <= sink.n_reports; ++r)  // poisoned by token_offsets()
-    if (off[r] == kUnwrittenOffset)
+    if (off[r] == kUnwrittenOffset)  // the poison value: left unwritten, or written as 2^64 - 1 (past any chunk)
       throw bad("token offset " + std::to_string(r) + " of " + std::to_string(sink.n_reports + 1) +
-                " was not written (the array token_offsets() returned must be filled)");
+                " is 2^64 - 1: it was not written, or was written past the limit of " +
+                std::to_string(lim::max_chunk_tokens) + " tokens per chunk (the array token_offsets() returned must be "
+                "filled with offsets 0..tokens)");
   if (off[0] != 0) throw bad("token_offset[0] must be 0");
   // Branch-free and SSE2-vectorisable (no 64-bit compares): with every offset below 2^63, a
   // decrease sets the top bit of the difference; the exact search runs only when a top bit is set.

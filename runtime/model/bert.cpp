@@ -21,6 +21,7 @@
 #include "kernels/attention_simd.hpp"
 #include "kernels/gelu.hpp"
 #include "model/weights.hpp"
+#include "support/json_input.hpp"
 #include "support/text_util.hpp"
 
 namespace headsep {
@@ -34,12 +35,7 @@ using model::pack_linear;
 }  // namespace
 
 BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(file + ": not valid JSON (" + json_error_text(e.what()) + ")");
-  }
+  const json j = parse_json(text, file);
   if (!j.is_object()) throw Error(file + ": expected a JSON object");
   const std::string type = json_str(j, "model_type", file, "");
   bool bert = type == "bert";
@@ -49,7 +45,7 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
   if (!bert)
     throw Error(file + ": unsupported architecture (model_type '" + type +
                 "'): headsep runs BERT encoders (model_type \"bert\")");
-  if (j.contains("is_decoder") && j["is_decoder"].is_boolean() && j["is_decoder"].get<bool>())
+  if (model::json_bool(j, "is_decoder", file, false))
     throw Error(file + ": unsupported: is_decoder is true (headsep runs BERT encoders)");
   const std::string act = json_str(j, "hidden_act", file, "gelu");
   if (act != "gelu")

@@ -38,16 +38,17 @@ Gpt2::Gpt2(const std::filesystem::path& dir, const json& j, const std::string& f
   if (act != "gelu_new" && act != "gelu_pytorch_tanh")
     throw Error(file + ": unsupported activation_function '" + act + "' (supported: \"gelu_new\", GELU with tanh)");
   for (const char* k : {"scale_attn_by_inverse_layer_idx", "add_cross_attention"})
-    if (j.contains(k) && j[k].is_boolean() && j[k].get<bool>()) throw Error(file + ": unsupported: '" + k + "' is true");
-  if (j.contains("scale_attn_weights") && j["scale_attn_weights"].is_boolean() && !j["scale_attn_weights"].get<bool>())
+    if (json_bool(j, k, file, false)) throw Error(file + ": unsupported: '" + k + "' is true");
+  if (!json_bool(j, "scale_attn_weights", file, true))
     throw Error(file + ": unsupported: 'scale_attn_weights' is false (scores unscaled)");
   ModelShape& c = shape_;
   c.model_type = "gpt2";
   c.vocab_size = json_uint(j, "vocab_size", file);
-  c.hidden = json_uint(j, "n_embd", file);
-  c.layers = json_uint(j, "n_layer", file);
-  c.heads = c.kv_heads = json_uint(j, "n_head", file);
-  c.max_positions = json_uint(j, "n_positions", file);
+  // transformers' GPT2Config reads each of these under a second name too (its attribute_map).
+  c.hidden = json_uint_alias(j, "n_embd", "hidden_size", file);
+  c.layers = json_uint_alias(j, "n_layer", "num_hidden_layers", file);
+  c.heads = c.kv_heads = json_uint_alias(j, "n_head", "num_attention_heads", file);
+  c.max_positions = json_uint_alias(j, "n_positions", "max_position_embeddings", file);
   c.causal = true;
   if (c.hidden % c.heads)
     throw Error(file + ": n_embd " + std::to_string(c.hidden) + " is not divisible by n_head " + std::to_string(c.heads));

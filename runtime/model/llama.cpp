@@ -42,8 +42,10 @@ class Llama final : public Decoder {
 /// rope_parameters (current transformers) or rope_theta + rope_scaling (older configs).
 void Llama::read_rope(const json& j, const std::string& file) {
   json p = json::object();
-  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) p = j["rope_parameters"];
-  else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) p = j["rope_scaling"];
+  const json* rp = json_object(j, "rope_parameters", file);  // both checked: a string is refused either way
+  const json* rs = json_object(j, "rope_scaling", file);
+  if (rp) p = *rp;
+  else if (rs) p = *rs;
   const double theta = json_positive(p, "rope_theta", file, json_positive(j, "rope_theta", file, 10000.0));
   std::string type = json_str(p, "rope_type", file, p.contains("type") ? json_str(p, "type", file, "").c_str() : "default");
   if (j.contains("partial_rotary_factor") && json_positive(j, "partial_rotary_factor", file, 1.0) != 1.0)
@@ -81,8 +83,7 @@ void Llama::read_rope(const json& j, const std::string& file) {
 void Llama::read_sliding_window(const json& j, const std::string& file) {
   ModelShape& c = shape_;
   if (!j.contains("sliding_window") || j["sliding_window"].is_null()) return;
-  const bool qwen2_window = j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
-                            j["use_sliding_window"].get<bool>();
+  const bool qwen2_window = json_bool(j, "use_sliding_window", file, false);
   if (c.model_type != "mistral" && !qwen2_window) return;  // Qwen2's is off unless use_sliding_window
   const std::uint32_t w = json_uint(j, "sliding_window", file);  // (0 refused: a positive integer)
   std::vector<std::uint32_t> per(c.layers, c.model_type == "mistral" ? w : 0);
@@ -98,7 +99,7 @@ void Llama::read_sliding_window(const json& j, const std::string& file) {
     for (std::uint32_t l = 0; l < c.layers; ++l) {
       const std::string s = t[l].is_string() ? t[l].get<std::string>() : "";
       if (s != "sliding_attention" && s != "full_attention")
-        throw Error(file + ": layer_types[" + std::to_string(l) + "] is " + t[l].dump().substr(0, 40) +
+        throw Error(file + ": layer_types[" + std::to_string(l) + "] is " + json_brief(t[l], 40) +
                     " (supported: \"sliding_attention\", \"full_attention\")");
       per[l] = s == "sliding_attention" ? w : 0;
     }
@@ -112,7 +113,7 @@ Llama::Llama(const std::filesystem::path& dir, const json& j, const std::string&
   c.model_type = json_str(j, "model_type", file, "");
   const std::string act = json_str(j, "hidden_act", file, "silu");
   if (act != "silu") throw Error(file + ": unsupported hidden_act '" + act + "' (supported: \"silu\", SwiGLU)");
-  if (j.contains("mlp_bias") && j["mlp_bias"].is_boolean() && j["mlp_bias"].get<bool>())
+  if (json_bool(j, "mlp_bias", file, false))
     throw Error(file + ": unsupported: 'mlp_bias' is true");
   c.vocab_size = json_uint(j, "vocab_size", file);
   c.hidden = json_uint(j, "hidden_size", file);
@@ -139,8 +140,7 @@ Llama::Llama(const std::filesystem::path& dir, const json& j, const std::string&
   read_sliding_window(j, file);
   read_rope(j, file);
   name_ = folder_name(dir);
-  const bool bias = c.model_type == "qwen2" ||
-                    (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>());
+  const bool bias = json_bool(j, "attention_bias", file, false) || c.model_type == "qwen2";
   const FolderWeights w(dir);
   load_layers(w, bias, bias && c.model_type != "qwen2");
   set_heads();

@@ -9,6 +9,7 @@
 
 #include "headsep/error.hpp"
 #include "kernels/metrics_scalar.hpp"
+#include "support/metric_check.hpp"
 
 namespace headsep {
 namespace {
@@ -176,15 +177,16 @@ void ModelBatch::head_sums(const ReportBatch& b, const std::vector<MetricBlock>&
   s.report_sep.assign(R, 0.0);
   for (std::size_t l = 0; l < L; ++l) {
     const MetricBlock& mb = metrics[l];
+    if (any_nonfinite_metric(mb))  // finite weights can still overflow f32 (a v_proj of 3e38): nothing non-finite leaves
+      for (std::size_t r = 0; r < R; ++r)
+        if (const std::string what = nonfinite_metric(mb, r); !what.empty())
+          throw Error("report '" + b.report_id(r) + "': layer " + std::to_string(l) + ": " + what +
+                      " is not finite: the model's arithmetic overflowed (weights or activations too large for f32)");
     s.sep.assign(H * R, 0.0);  // [(h-1)*R + r]: sum of the distances to the other heads
     for (std::size_t r = 0; r < R; ++r) {
       for (std::size_t h = 0; h < H1; ++h) {
         for (std::size_t k = 0; k < kHeadStats; ++k) {
-          const double v = mb.head_stats[(h * kHeadStats + k) * R + r];
-          if (!std::isfinite(v))
-            throw Error("report '" + b.report_id(r) + "': layer " + std::to_string(l) + " head " + std::to_string(h) +
-                        ": " + std::string(head_stat_name(static_cast<std::uint32_t>(k))) + " is not finite");
-          m.head[(l * H1 + h) * kHeadStats + k] += v;
+          m.head[(l * H1 + h) * kHeadStats + k] += mb.head_stats[(h * kHeadStats + k) * R + r];
         }
         for (std::size_t c = 0; c < C; ++c) m.ctx[(l * H1 + h) * C + c] += mb.context[(h * C + c) * R + r];
       }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "headsep/model_run.hpp"
+#include "support/json_input.hpp"
 
 namespace headsep {
 namespace {
@@ -148,10 +149,12 @@ std::string ModelSummary::json() const {
     js["top"] = top;
     j["scenarios"].push_back(js);
   }
+  check_finite_json(j, "model summary", "the model's values are too large to summarize in double");
   return j.dump(1) + "\n";
 }
 
 std::string ModelSummary::table() const {
+  (void)json();  // the same numbers, checked finite there, before any is printed
   std::string o;
   char buf[256];
   auto matrix = [&](const View& v, const char* title, auto cell, bool with_base) {

@@ -11,6 +11,8 @@
 #include "headsep/bert.hpp"
 #include "headsep/error.hpp"
 #include "model/tokenizer_json.hpp"
+#include "model/weights.hpp"
+#include "support/json_input.hpp"
 #include "support/text_util.hpp"
 
 namespace headsep {
@@ -31,12 +33,7 @@ std::optional<std::string> read_optional(const fs::path& p) {
 }
 
 json parse_object(const std::string& text, const fs::path& p) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(p.string() + ": not valid JSON (" + json_error_text(e.what()) + ")");
-  }
+  const json j = parse_json(text, p.string());
   if (!j.is_object()) throw Error(p.string() + ": expected a JSON object");
   return j;
 }
@@ -55,11 +52,9 @@ struct Files {
     if (c.value("model_type", json("bert")) == "bert") {
       config = BertConfig::parse(*cfg, name("config.json"));
     } else {  // a decoder's folder: only the sizes the tokenizer needs (n_positions: GPT-2's name)
-      const auto n = [&](const char* k) { return c.contains(k) && c[k].is_number_unsigned() ? c[k].get<std::uint32_t>() : 0u; };
-      config.vocab_size = n("vocab_size");
-      config.max_positions = n("max_position_embeddings") ? n("max_position_embeddings") : n("n_positions");
-      if (!config.vocab_size || !config.max_positions)
-        throw Error(name("config.json") + ": needs positive 'vocab_size' and 'max_position_embeddings' (or 'n_positions')");
+      const std::string file = name("config.json");
+      config.vocab_size = model::json_uint(c, "vocab_size", file);  // range-checked in full width
+      config.max_positions = model::json_uint_alias(c, "max_position_embeddings", "n_positions", file);
     }
     if (auto t = read_optional(dir / "tokenizer.json")) tokenizer = tokjson::parse(*t, name("tokenizer.json"));
     if (auto t = read_optional(dir / "tokenizer_config.json"))
@@ -157,13 +152,15 @@ ModelTokenizer ModelTokenizer::load(const fs::path& dir, std::int64_t max_tokens
       o = tokjson::bert_pipeline(*f.tokenizer, f.name("tokenizer.json"));
       o.max_length = mt.truncation.tokens;
     } catch (const json::exception& e) {
-      throw Error(f.name("tokenizer.json") + ": not a tokenizer headsep can read (" + e.what() + ")");
+      throw Error(f.name("tokenizer.json") + ": not a tokenizer headsep can read (" + json_error_text(e.what()) + ")");
     }
   } else if (f.tokenizer_config) {
     const json& c = *f.tokenizer_config;
-    o.lowercase = c.value("do_lower_case", true);
-    if (c.contains("strip_accents") && c["strip_accents"].is_boolean()) o.strip_accents = std::int8_t(c["strip_accents"].get<bool>());
-    if (!c.value("tokenize_chinese_chars", true))
+    const std::string file = f.name("tokenizer_config.json");
+    o.lowercase = model::json_bool(c, "do_lower_case", file, true);
+    if (c.contains("strip_accents") && !c["strip_accents"].is_null())  // null: follow lowercasing
+      o.strip_accents = std::int8_t(model::json_bool(c, "strip_accents", file, false));
+    if (!model::json_bool(c, "tokenize_chinese_chars", file, true))
       throw Error(f.name("tokenizer_config.json") + ": tokenize_chinese_chars false is not supported");
   }
   const std::string vocab = f.name("vocab.txt");
@@ -175,7 +172,7 @@ ModelTokenizer ModelTokenizer::load(const fs::path& dir, std::int64_t max_tokens
     try {
       specials = check_vocab(*f.tokenizer, f.name("tokenizer.json"), mt.wordpiece, vocab);
     } catch (const json::exception& e) {
-      throw Error(f.name("tokenizer.json") + ": not a tokenizer headsep can read (" + e.what() + ")");
+      throw Error(f.name("tokenizer.json") + ": not a tokenizer headsep can read (" + json_error_text(e.what()) + ")");
     }
   }
   if (lines > mt.vocab_size)

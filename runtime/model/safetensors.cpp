@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "headsep/finite.hpp"
+#include "support/json_input.hpp"
 #include "support/text_util.hpp"
 
 namespace headsep {
@@ -173,13 +174,13 @@ json parse_header(const SafeTensors& st, const std::byte* bytes, std::uint64_t n
     }
     return true;
   };
-  json header;
-  const char* h = reinterpret_cast<const char*>(bytes);
-  try {
-    header = json::parse(h, h + n, cb);
-  } catch (const json::exception& e) {
-    throw st.error({}, "invalid JSON header: " + json_error_text(e.what()));
-  }
+  JsonProblem problem;
+  auto parsed = try_parse_json(std::string_view(reinterpret_cast<const char*>(bytes), n), problem, cb);
+  if (!parsed)
+    throw st.error({}, problem.column ? "JSON header, line " + std::to_string(problem.line) + ", column " +
+                                           std::to_string(problem.column) + ": " + problem.message()
+                                     : "JSON header: " + problem.message());
+  json header = std::move(*parsed);
   if (!header.is_object()) throw st.error({}, "header is not a JSON object");
   if (!duplicate.empty()) throw st.error(duplicate, "appears twice in the header");
   return header;

@@ -10,6 +10,7 @@
 #include "headsep/error.hpp"
 #include "headsep/tokenizer.hpp"
 #include "model/bpe_tokenizer.hpp"
+#include "support/json_input.hpp"
 #include "support/text_util.hpp"
 
 namespace headsep {
@@ -289,18 +290,7 @@ std::unique_ptr<TextTokenizer> bpe_from_json(const json& t, const std::string& n
 }  // namespace
 
 json parse(std::string_view bytes, const std::string& name) {
-  json j;
-  try {
-    j = json::parse(bytes.begin(), bytes.end());
-  } catch (const json::parse_error& e) {
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i + 1 < e.byte && i < bytes.size(); ++i) bytes[i] == '\n' ? (++line, col = 1) : ++col;
-    std::string what = e.what();
-    if (const auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
-    throw Error(name + ":" + std::to_string(line) + ":" + std::to_string(col) + ": not valid JSON (" + what + ")");
-  } catch (const json::exception& e) {  // out_of_range 406: a number past double's range (1e999)
-    throw Error(name + ": not valid JSON (" + json_error_text(e.what()) + ")");
-  }
+  const json j = parse_json(bytes, name);
   if (!j.is_object()) throw Error(name + ": expected a JSON object");
   return j;
 }
@@ -316,15 +306,21 @@ std::vector<std::string> vocab_by_id(const json& t, const std::string& name) {
   if (!v.is_object()) refuse(name, "model.vocab", "is missing or not an object of token: id");
   std::vector<std::string> tokens;
   std::vector<bool> seen;
-  auto put = [&](const std::string& tok, std::uint32_t id) {
+  // Ids run 0..n-1 over the entries given, so a larger id is a lie, refused before the table grows to it.
+  const json& added = t.value("added_tokens", json::array());
+  const std::size_t entries = v.size() + (added.is_array() ? added.size() : 0);
+  auto put = [&](const std::string& tok, std::uint32_t id, const char* where) {
+    if (id >= entries)
+      refuse(name, where, "gives '" + printable(tok, 40) + "' id " + std::to_string(id) + ", but holds " +
+             std::to_string(entries) + " tokens with added_tokens (ids must be 0.." + std::to_string(entries - 1) + ")");
     if (id >= tokens.size()) tokens.resize(id + 1), seen.resize(id + 1);
     if (seen[id] && tokens[id] != tok) refuse(name, "model.vocab", "gives id " + std::to_string(id) + " to '" + tokens[id].substr(0, 40) + "' and '" + tok.substr(0, 40) + "'");
     tokens[id] = tok, seen[id] = true;
   };
-  for (auto it = v.begin(); it != v.end(); ++it) put(it.key(), id_of(it.value(), name, "model.vocab." + it.key().substr(0, 40)));
-  for (const json& a : t.value("added_tokens", json::array()))  // added tokens may extend the vocabulary
+  for (auto it = v.begin(); it != v.end(); ++it) put(it.key(), id_of(it.value(), name, "model.vocab." + it.key().substr(0, 40)), "model.vocab");
+  for (const json& a : added.is_array() ? added : json::array())  // added tokens may extend the vocabulary
     if (a.is_object() && a.value("content", json()).is_string() && a.value("id", json()).is_number_unsigned() && a["id"].get<std::uint64_t>() < 0x7fffffff)
-      if (a["id"].get<std::uint32_t>() >= tokens.size() || !seen[a["id"].get<std::uint32_t>()]) put(a["content"].get<std::string>(), a["id"].get<std::uint32_t>());
+      if (a["id"].get<std::uint32_t>() >= tokens.size() || !seen[a["id"].get<std::uint32_t>()]) put(a["content"].get<std::string>(), a["id"].get<std::uint32_t>(), "added_tokens");
   for (std::size_t id = 0; id < tokens.size(); ++id)
     if (!seen[id]) refuse(name, "model.vocab", "has no token with id " + std::to_string(id) + " (ids must be 0.." + std::to_string(tokens.size() - 1) + ")");
   if (tokens.empty()) refuse(name, "model.vocab", "is empty");
@@ -398,7 +394,7 @@ std::unique_ptr<TextTokenizer> tokenizer_from_json(std::string_view bytes, const
     wp->set_special_tokens(tokjson::wordpiece_added(t, name, *wp, "model.vocab"), name);
     return wp;
   } catch (const nlohmann::json::exception& e) {
-    throw Error(name + ": not a tokenizer headsep can read (" + e.what() + ")");
+    throw Error(name + ": not a tokenizer headsep can read (" + json_error_text(e.what()) + ")");
   }
 }
 

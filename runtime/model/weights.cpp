@@ -9,6 +9,7 @@
 #include "headsep/bert.hpp"
 #include "headsep/error.hpp"
 #include "kernels/attention_simd.hpp"
+#include "support/json_input.hpp"
 #include "support/text_util.hpp"
 
 namespace headsep {
@@ -20,14 +21,27 @@ std::uint32_t json_uint(const json& j, const char* key, const std::string& file,
     throw Error(file + ": '" + key + "' is missing");
   }
   const json& v = j[key];
-  if (!v.is_number_integer() || v.get<std::int64_t>() <= 0 || v.get<std::int64_t>() > (std::int64_t(1) << 24))
-    throw Error(file + ": '" + key + "' must be a positive integer (at most 2^24), got " + v.dump());
-  return static_cast<std::uint32_t>(v.get<std::int64_t>());
+  // Compared in the value's own width: 4294967306 must not read as 10 (nor 2^64 - 1 as -1).
+  const bool ok = v.is_number_unsigned() ? v.get<std::uint64_t>() - 1 < (std::uint64_t(1) << 24)
+                                         : v.is_number_integer() && v.get<std::int64_t>() > 0 &&
+                                               v.get<std::int64_t>() <= (std::int64_t(1) << 24);
+  if (!ok) throw Error(file + ": '" + key + "' must be a positive integer (at most 2^24), got " + json_brief(v));
+  return static_cast<std::uint32_t>(v.get<std::uint64_t>());
+}
+
+std::uint32_t json_uint_alias(const json& j, const char* key, const char* alias, const std::string& file) {
+  const bool has_key = j.contains(key) && !j[key].is_null(), has_alias = j.contains(alias) && !j[alias].is_null();
+  if (!has_key && has_alias) return json_uint(j, alias, file);
+  const std::uint32_t v = json_uint(j, key, file);  // (missing: named by key)
+  if (has_alias && json_uint(j, alias, file) != v)
+    throw Error(file + ": '" + key + "' (" + std::to_string(v) + ") and '" + alias + "' (" +
+                std::to_string(json_uint(j, alias, file)) + ") disagree: they name the same size");
+  return v;
 }
 
 std::string json_str(const json& j, const char* key, const std::string& file, const char* def) {
   if (!j.contains(key)) return def;
-  if (!j[key].is_string()) throw Error(file + ": '" + key + "' must be a string, got " + j[key].dump());
+  if (!j[key].is_string()) throw Error(file + ": '" + key + "' must be a string, got " + json_brief(j[key]));
   return j[key].get<std::string>();
 }
 
@@ -35,8 +49,20 @@ double json_positive(const json& j, const char* key, const std::string& file, do
   if (!j.contains(key) || j[key].is_null()) return def;
   const json& v = j[key];
   if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
-    throw Error(file + ": '" + key + "' must be a positive number, got " + v.dump());
+    throw Error(file + ": '" + key + "' must be a positive number, got " + json_brief(v));
   return v.get<double>();
+}
+
+bool json_bool(const json& j, const char* key, const std::string& file, bool def) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_boolean()) throw Error(file + ": '" + key + "' must be true or false, got " + json_brief(j[key]));
+  return j[key].get<bool>();
+}
+
+const json* json_object(const json& j, const char* key, const std::string& file) {
+  if (!j.contains(key) || j[key].is_null()) return nullptr;
+  if (!j[key].is_object()) throw Error(file + ": '" + key + "' must be an object, got " + json_brief(j[key]));
+  return &j[key];
 }
 
 namespace {
@@ -47,12 +73,7 @@ json read_object(const std::filesystem::path& path, const std::string& missing) 
   if (!in) throw Error(file + ": cannot open" + missing);
   std::ostringstream ss;
   ss << in.rdbuf();
-  json j;
-  try {
-    j = json::parse(ss.str());
-  } catch (const json::exception& e) {
-    throw Error(file + ": not valid JSON (" + json_error_text(e.what()) + ")");
-  }
+  const json j = parse_json(ss.str(), file);
   if (!j.is_object()) throw Error(file + ": expected a JSON object");
   return j;
 }
@@ -88,11 +109,13 @@ FolderWeights::FolderWeights(const std::filesystem::path& dir) {
   std::map<std::string, std::size_t> shard;
   for (const auto& [tensor, f] : j["weight_map"].items()) {
     if (!f.is_string() || f.get<std::string>().find('/') != std::string::npos || f.get<std::string>().empty())
-      throw Error(index_ + ": weight_map['" + tensor + "'] must be a file name in the folder, got " + f.dump());
+      throw Error(index_ + ": weight_map['" + printable(tensor, 200) + "'] must be a file name in the folder, got " +
+                  json_brief(f));
     auto [it, fresh] = shard.emplace(f.get<std::string>(), files_.size());
     if (fresh) files_.emplace_back(dir / it->first);
     if (!files_[it->second].contains(tensor))
-      throw Error(index_ + ": tensor '" + tensor + "' is listed in " + it->first + ", which does not hold it");
+      throw Error(index_ + ": tensor '" + printable(tensor, 200) + "' is listed in " + printable(it->first, 200) +
+                  ", which does not hold it");
     where_.emplace(tensor, it->second);
   }
 }

@@ -13,6 +13,7 @@
 
 #include "headsep/architecture.hpp"
 #include "headsep/safetensors.hpp"
+#include "support/json_input.hpp"  // json_brief: a config value in a message
 
 namespace headsep::model {
 
@@ -20,10 +21,19 @@ using json = nlohmann::json;
 
 /// config.json's field `key`: a positive integer (at most 2^24); `def` >= 0 when it may be absent.
 std::uint32_t json_uint(const json& j, const char* key, const std::string& file, std::int64_t def = -1);
+/// A size transformers reads under two names (GPT-2's n_positions and max_position_embeddings):
+/// json_uint of whichever is given; both given and different is refused (which one wins depends
+/// on the order transformers applies them in, and a run must not guess).
+std::uint32_t json_uint_alias(const json& j, const char* key, const char* alias, const std::string& file);
 /// A string field, `def` when absent.
 std::string json_str(const json& j, const char* key, const std::string& file, const char* def);
 /// A positive finite number, `def` when absent or null.
 double json_positive(const json& j, const char* key, const std::string& file, double def);
+/// true or false, `def` when absent or null; any other value refused by key ("yes" is not true).
+bool json_bool(const json& j, const char* key, const std::string& file, bool def);
+/// An object field (rope_scaling): nullptr when absent or null; another type refused by key, as
+/// transformers refuses `"rope_scaling": "linear"` rather than run with default RoPE.
+const json* json_object(const json& j, const char* key, const std::string& file);
 /// DIR/config.json as an object, and the folder's name.
 json read_config(const std::filesystem::path& dir, std::string& file);
 std::string folder_name(const std::filesystem::path& dir);

@@ -352,7 +352,7 @@ TEST_CASE("BERT: a bad model is a clear error naming the file and tensor", "[ber
     s.replace(s.find(from), from.size(), to);
     return s;
   };
-  CHECK_THAT(with_config("{not json"), Catch::Contains("config.json: not valid JSON"));
+  CHECK_THAT(with_config("{not json"), Catch::Contains("config.json:1:3: not valid JSON (invalid literal"));
   CHECK_THAT(with_config(replace("\"bert\"", "\"gpt2\"")), Catch::Contains("unsupported architecture (model_type 'gpt2')"));
   CHECK_THAT(with_config(replace("\"gelu\"", "\"relu\"")), Catch::Contains("unsupported activation hidden_act 'relu'"));
   CHECK_THAT(with_config(replace("\"num_attention_heads\": 2", "\"num_attention_heads\": 3")),

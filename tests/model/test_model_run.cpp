@@ -109,7 +109,7 @@ TEST_CASE("text and model errors name the file and line, exit 1, nothing written
   expect_error("-s text -p path=" + shell_quote(bad) + model_arg(), bad + ":2: unterminated quoted field");
   const std::string badj = tmp.file("bad.jsonl");
   testutil::write_file(badj, "{\"report_id\": \"a\", \"text\": \"ok\"}\n{\"report_id\": \"b\", text}\n");
-  expect_error("-s text -p path=" + shell_quote(badj) + model_arg(), badj + ":2: not valid JSON");
+  expect_error("-s text -p path=" + shell_quote(badj) + model_arg(), badj + ":2: column 21: not valid JSON (invalid literal");
   testutil::write_file(badj, "{\"report_id\": \"a\"}\n");
   expect_error("-s text -p path=" + shell_quote(badj) + model_arg(), badj + ":1: \"text\" is missing");
   expect_error("-s ops-text --model " + shell_quote(tmp.file("nomodel")), "config.json: cannot open");
