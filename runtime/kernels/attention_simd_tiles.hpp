@@ -108,6 +108,21 @@ inline float AK<A>::dot(const float* x, const float* y, std::size_t len) noexcep
   return xsimd::hadd(s0 + s1);
 }
 
+/// Soft-capping of one row of raw scores, s[0, lv) in whole vectors: s becomes
+/// (cap / scale) · tanh(scale · s / cap), so that softmax_row's scale · s is cap · tanh(scale · s / cap).
+/// tanh |t| = (1 - e) / (1 + e) with e = e^(-2|t|) from exp_neg (absolute error ~1e-7 · cap).
+/// Not inlined: rows without a cap never see it.
+template <class A>
+[[gnu::noinline]] void AK<A>::softcap_row(float* s, std::size_t lv, float scale, float cap) noexcept {
+  const B in(scale / cap), out(cap / scale), one(1.0f), ymin(-88.0f);
+  for (std::size_t k = 0; k < lv; k += W) {
+    const B t = B::load_aligned(s + k) * in;
+    const B e = exp_neg(xsimd::max(B(-2.0f) * xsimd::abs(t), ymin));
+    const B th = (one - e) / (one + e);
+    (xsimd::select(t < B(0.0f), -th, th) * out).store_aligned(s + k);
+  }
+}
+
 /// Softmax of one score row in place: s[0, lv) (entries [len, lv) hold -inf) becomes the
 /// probabilities. Returns Z and Σ e^y y / Z (the entropy is log Z minus it: logs are taken for a
 /// whole tile at once); ctx[c·ldc] = Σ_k a_k x_c[k] for the axes (CC = C when C <= 4:
