@@ -51,6 +51,22 @@ TEST_CASE("Gemma, Gemma-2 and Gemma-3: (1 + w) norms, scaled embeddings, GeGLU, 
   CHECK(load_model(fixture("gemma3"))->shape().sliding_window == std::vector<std::uint32_t>{6, 0, 6});
 }
 
+TEST_CASE("Encoders: RoBERTa (positions after padding_idx, a <pad> inside a report) and DistilBERT",
+          "[decoder][families]") {
+  check_fixture("roberta");
+  const auto r = load_model(fixture("roberta"));
+  CHECK(r->shape().model_type == "roberta");
+  CHECK_FALSE(r->shape().causal);
+  CHECK(r->shape().max_positions == 40);  // 42 rows, the first padding_idx + 1 = 2 never a token's
+  check_fixture("distilbert");
+  CHECK(load_model(fixture("distilbert"))->shape().model_type == "distilbert");
+  std::list<testutil::TempDir> dirs;
+  CHECK_THAT(load_error(edited(dirs.emplace_back(), "roberta", [](nlohmann::json& j) { j["max_position_embeddings"] = 2; })),
+             Catch::Contains("leaves no position after pad_token_id 1"));
+  CHECK_THAT(load_error(edited(dirs.emplace_back(), "distilbert", [](nlohmann::json& j) { j["activation"] = "relu"; })),
+             Catch::Contains("activation 'relu'"));
+}
+
 TEST_CASE("Family configs: unsupported variants are refused by their key", "[decoder][families]") {
   std::list<testutil::TempDir> dirs;
   auto err = [&](const char* name, void (*edit)(nlohmann::json&)) { return load_error(edited(dirs.emplace_back(), name, edit)); };
