@@ -1,6 +1,8 @@
 // headsep — a transformer whose every attention head is measured as it runs, whatever its
-// architecture: BERT encoders (bert.hpp), GPT-2 and Llama-family decoders (runtime/model/gpt2.cpp,
-// llama.cpp), chosen from config.json's model_type by load_model (docs/MODEL.md).
+// architecture: BERT-family encoders (bert.hpp: bert, roberta, xlm-roberta, distilbert) and the
+// decoder families of runtime/model/families.cpp (gpt2, gpt_neox, llama, mistral, mixtral, qwen2,
+// qwen3, olmo2, phi3, gemma, gemma2, gemma3_text), chosen from config.json's model_type by
+// load_model (docs/MODEL.md).
 //
 //   std::unique_ptr<Architecture> m = load_model("tiny-llama/");   // config.json + safetensors
 //   ModelScratch s;                                                 // per thread
@@ -23,7 +25,7 @@ namespace headsep {
 
 /// What the driver needs to know of a model, whatever its architecture.
 struct ModelShape {
-  std::string model_type;  ///< config.json's ("bert", "gpt2", "llama", "mistral", "qwen2")
+  std::string model_type;  ///< config.json's ("bert", "gpt2", "llama", "gemma2", ...)
   std::uint32_t vocab_size = 0, hidden = 0, layers = 0;
   std::uint32_t heads = 0;     ///< query heads per layer (H)
   std::uint32_t kv_heads = 0;  ///< key/value heads (= H unless grouped-query or multi-query attention)
@@ -76,8 +78,9 @@ class Architecture {
   virtual std::vector<std::string> recognised() const { return {}; }
 };
 
-/// Reads DIR/config.json's model_type and loads the model: "bert" (BertModel), "gpt2", "llama",
-/// "mistral", "qwen2"; anything else is refused naming the file and the supported types. Weights
+/// Reads DIR/config.json's model_type and loads the model: an encoder (BertModel) or a decoder
+/// family's row (docs/MODEL.md's table); anything else is refused naming the file and the
+/// supported types. Weights
 /// from model.safetensors or the shards model.safetensors.index.json lists, f32/f16/bf16/f64
 /// converted to f32 (docs/MODEL.md). Every tensor is checked before anything runs.
 std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir);

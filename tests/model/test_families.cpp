@@ -129,6 +129,41 @@ TEST_CASE("Gemma-3's sliding layers use the local RoPE base, the others the glob
   CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& s) { return s.find("sliding layers: default, theta 10000") != s.npos; }));
 }
 
+TEST_CASE("Text through a family's tokenizer.json: Pythia (byte-level BPE), Gemma-3 (byte-fallback BPE)",
+          "[decoder][families]") {
+  // The fixtures carry the tokenizer fixtures' tokenizer.json (made by `tokenizers`): a text run's
+  // rows hold the ids `tokenizers` gave for the same texts.
+  for (const auto& [model, tok] : {std::pair{"gpt_neox", "tok_gpt2"}, std::pair{"gemma3", "tok_llama"}}) {
+    INFO(model);
+    testutil::TempDir tmp;
+    std::ifstream expected(testutil::source_path(std::string("tests/model/fixtures/") + tok + "/expected.jsonl"));
+    std::vector<std::vector<std::uint32_t>> ids;
+    std::ofstream texts(tmp.file("texts.jsonl"));
+    for (std::string line; std::getline(expected, line) && ids.size() < 6;) {
+      const auto j = nlohmann::json::parse(line);
+      if (j["ids"].size() < 3 || j["ids"].size() > 30) continue;
+      texts << nlohmann::json{{"report_id", "r" + std::to_string(ids.size())}, {"text", j["text"]}}.dump() << "\n";
+      ids.push_back(j["ids"].get<std::vector<std::uint32_t>>());
+    }
+    texts.close();
+    const auto r = testutil::run_cli("run -q -s text -p path=" + testutil::shell_quote(tmp.file("texts.jsonl")) +
+                                     " --model " + testutil::shell_quote(fixture(model).string()) + " --per-report " +
+                                     testutil::shell_quote(tmp.file("rows.jsonl")));
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::ifstream rows(tmp.file("rows.jsonl"));
+    std::size_t seen = 0;
+    for (std::string line; std::getline(rows, line);) {
+      const auto j = nlohmann::json::parse(line);
+      if (j["layer"] != 0) continue;
+      REQUIRE(seen < ids.size());
+      CHECK(j["token_ids"].get<std::vector<std::uint32_t>>() == ids[seen++]);
+      CHECK(std::isfinite(j["head_separation"].get<double>()));
+    }
+    CHECK(seen == ids.size());
+  }
+}
+
 TEST_CASE("headsep info --model says what it recognised", "[decoder][families]") {
   const auto r = testutil::run_cli("info --model " + testutil::shell_quote(fixture("gemma3").string()));
   INFO(r.err);
