@@ -1,6 +1,8 @@
 // headsep — a transformer whose every attention head is measured as it runs, whatever its
-// architecture: BERT encoders (bert.hpp), GPT-2 and Llama-family decoders (runtime/model/gpt2.cpp,
-// llama.cpp), chosen from config.json's model_type by load_model (docs/MODEL.md).
+// architecture: BERT-family encoders (bert.hpp: bert, roberta, xlm-roberta, distilbert) and the
+// decoder families of runtime/model/families.cpp (gpt2, gpt_neox, llama, mistral, mixtral, qwen2,
+// qwen3, olmo2, phi3, gemma, gemma2, gemma3_text), chosen from config.json's model_type by
+// load_model (docs/MODEL.md).
 //
 //   std::unique_ptr<Architecture> m = load_model("tiny-llama/");   // config.json + safetensors
 //   ModelScratch s;                                                 // per thread
@@ -23,7 +25,7 @@ namespace headsep {
 
 /// What the driver needs to know of a model, whatever its architecture.
 struct ModelShape {
-  std::string model_type;  ///< config.json's ("bert", "gpt2", "llama", "mistral", "qwen2")
+  std::string model_type;  ///< config.json's ("bert", "gpt2", "llama", "gemma2", ...)
   std::uint32_t vocab_size = 0, hidden = 0, layers = 0;
   std::uint32_t heads = 0;     ///< query heads per layer (H)
   std::uint32_t kv_heads = 0;  ///< key/value heads (= H unless grouped-query or multi-query attention)
@@ -35,13 +37,15 @@ struct ModelShape {
   /// full causal attention; empty when no layer has one (Mistral: every layer; Qwen2 with
   /// use_sliding_window: the layers from max_window_layers; a config's layer_types says per layer).
   std::vector<std::uint32_t> sliding_window;
+  /// Attention-logit soft-capping (AttentionConfig::softcap: Gemma-2's attn_logit_softcapping), 0 = none.
+  float attn_softcap = 0.0f;
   /// The key/value head (0-based) that query head h (1..H) reads.
   std::uint32_t kv_head(std::uint32_t h) const noexcept { return (h - 1) / (heads / kv_heads); }
 };
 
 /// Per-thread working memory of a forward pass, reused across calls.
 struct ModelScratch {
-  std::vector<float> x, qkv, ctx, h1, inter, heads_out, rope;
+  std::vector<float> x, qkv, ctx, h1, h2, inter, heads_out, rope;
   AttentionScratch attention;
 };
 
@@ -68,10 +72,15 @@ class Architecture {
   /// Multiply-adds x 2 of one forward pass over reports of these lengths (products and the
   /// attention of heads 1..H; baseline and metrics not counted), for GFLOP/s.
   virtual double flops(const std::uint64_t* token_offset, std::size_t n_reports) const noexcept = 0;
+
+  /// What the loader recognised in the folder, one line each (`headsep info --model DIR`): the
+  /// family's description, norms, positions, windows ... Empty: shape() says all.
+  virtual std::vector<std::string> recognised() const { return {}; }
 };
 
-/// Reads DIR/config.json's model_type and loads the model: "bert" (BertModel), "gpt2", "llama",
-/// "mistral", "qwen2"; anything else is refused naming the file and the supported types. Weights
+/// Reads DIR/config.json's model_type and loads the model: an encoder (BertModel) or a decoder
+/// family's row (docs/MODEL.md's table); anything else is refused naming the file and the
+/// supported types. Weights
 /// from model.safetensors or the shards model.safetensors.index.json lists, f32/f16/bf16/f64
 /// converted to f32 (docs/MODEL.md). Every tensor is checked before anything runs.
 std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir);
@@ -93,6 +102,9 @@ void gelu_inplace(float* x, std::size_t n) noexcept;
 /// GPT-2's GELU ("gelu_new"), 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))), in place (vectorised, as
 /// x / (1 + e^(-2u)) with a polynomial e^x: within 3e-7 relative of the exact one).
 void gelu_tanh_inplace(float* x, std::size_t n) noexcept;
+
+/// GeGLU: as swiglu_rows with GELU for SiLU: the tanh form (`tanh`) or the erf form.
+void geglu_rows(bool tanh, const float* gu, float* out, std::size_t rows, std::size_t n) noexcept;
 
 /// SwiGLU: row r of `gu` holds [gate (n) | up (n)]; out[r][i] = silu(gate) · up, silu(x) = x / (1 + e^-x)
 /// (vectorised, the polynomial e^x of gelu_tanh_inplace).

@@ -38,6 +38,9 @@ struct AttentionConfig {
   /// MaskKind::causal only: query q sees its last `window` keys, (q - window, q] (Mistral's
   /// sliding window, as transformers masks it); 0 = every key 0..q.
   std::uint32_t window = 0;
+  /// Attention-logit soft-capping (Gemma-2): each scaled score x becomes softcap · tanh(x / softcap)
+  /// before the softmax, as transformers' eager attention does; 0 = none.
+  float softcap = 0.0f;
 };
 
 /// The first key query q sees under `c` (0 unless a sliding window cuts it).

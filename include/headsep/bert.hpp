@@ -33,6 +33,14 @@ struct BertConfig {
   std::uint32_t vocab_size = 0, hidden = 0, layers = 0, heads = 0, intermediate = 0;
   std::uint32_t max_positions = 0, type_vocab_size = 0;
   double layer_norm_eps = 1e-12;
+  /// "bert", "roberta", "xlm-roberta" (BERT's layers; positions from padding_idx + 1) or
+  /// "distilbert" (its own names and keys, no token types).
+  std::string model_type = "bert";
+  /// RoBERTa: token t's position is padding_idx + 1 + (non-padding tokens before it), a padding
+  /// token's padding_idx (transformers' create_position_ids_from_input_ids); max_positions is
+  /// max_position_embeddings - padding_idx - 1. BERT: positions 0..n-1.
+  bool roberta_positions = false;
+  std::uint32_t padding_idx = 0;
   std::uint32_t head_dim() const noexcept { return heads ? hidden / heads : 0; }
   /// Parses and checks config.json text: model_type "bert" (or a Bert* architecture), hidden_act
   /// "gelu", absolute positions, positive sizes, hidden divisible by heads. Throws Error naming
@@ -86,10 +94,13 @@ class BertModel final : public Architecture {
   BertConfig cfg_;
   ModelShape shape_;
   std::string name_;
-  std::vector<float> word_, pos_, type_, emb_g_, emb_b_;
+  std::vector<float> word_, pos_, type_, emb_g_, emb_b_;  // type_ empty: no token types (DistilBERT)
   std::vector<Layer> layers_;
   std::vector<std::uint32_t> cols_;  // the kernel's head table: q_col, k_col, v_col, dk, dv (5 rows of H+1)
 };
+
+/// "bert", "roberta", "xlm-roberta", "distilbert": the model_types BertModel loads.
+bool is_encoder_model_type(const std::string& model_type);
 
 // layer_norm_rows and gelu_inplace: headsep/architecture.hpp (shared by every architecture).
 

@@ -89,7 +89,8 @@ CLI::App* add_tokenize(CLI::App& app, TokenizeArgs& t);
 int tokenize_cmd(const TokenizeArgs& t);
 
 // headsep info (info_cmd.cpp): build and CPU capabilities.
-CLI::App* add_info(CLI::App& app);
-int info_cmd();
+CLI::App* add_info(CLI::App& app, std::string& model);
+/// With `model` (a folder): what load_model recognised in it instead.
+int info_cmd(const std::string& model);
 
 }  // namespace headsep::cli

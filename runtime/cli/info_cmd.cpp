@@ -6,15 +6,37 @@
 
 #include "cli/commands.hpp"
 #include "dist/dist.hpp"
+#include "headsep/architecture.hpp"
 #include "headsep/attention.hpp"
 #include "headsep/kernels.hpp"
 #include "headsep/plugin.h"
 
 namespace headsep::cli {
 
-CLI::App* add_info(CLI::App& app) { return app.add_subcommand("info", "Show build and CPU capabilities"); }
+CLI::App* add_info(CLI::App& app, std::string& model) {
+  CLI::App* c = app.add_subcommand("info", "Show build and CPU capabilities, or what a model folder holds");
+  c->add_option("--model", model, "A model folder: say which architecture and switches load_model recognised");
+  return c;
+}
 
-int info_cmd() {
+namespace {
+/// The folder loaded (every tensor checked) and described: shape, then the loader's own lines.
+int model_info(const std::string& dir) {
+  const auto m = load_model(dir);
+  const ModelShape& c = m->shape();
+  std::FILE* out = data_stdout();
+  std::fprintf(out, "model:          %s\n", m->name().c_str());
+  std::fprintf(out, "model_type:     %s\n", c.model_type.c_str());
+  std::fprintf(out, "shape:          %u layers, hidden %u, %u heads (%u key/value) of %u dims, vocabulary %u, %u positions\n",
+               c.layers, c.hidden, c.heads, c.kv_heads, c.head_dim, c.vocab_size, c.max_positions);
+  std::fprintf(out, "attention:      %s\n", c.causal ? "causal" : "bidirectional");
+  for (const std::string& line : m->recognised()) std::fprintf(out, "  %s\n", line.c_str());
+  return 0;
+}
+}  // namespace
+
+int info_cmd(const std::string& model) {
+  if (!model.empty()) return model_info(model);
   auto join_levels = [](const std::vector<SimdLevel>& v) {
     std::string s;
     for (auto l : v) s += (s.empty() ? "" : " ") + std::string(to_string(l));

@@ -84,6 +84,7 @@ struct Commands {
   SweepArgs sweep_args;
   PluginsArgs plugins_args;
   TokenizeArgs tokenize_args;
+  std::string info_model;  // info --model DIR
   std::string temporaries = "unnamed";  // --temporaries: set_output_temporaries (headsep/output.hpp)
   CLI::App *example, *run, *scaling, *sweep, *plugins, *tokenize, *info, *version;
 
@@ -94,7 +95,7 @@ struct Commands {
         sweep(add_sweep(app, sweep_args)),
         plugins(add_plugins(app, plugins_args)),
         tokenize(add_tokenize(app, tokenize_args)),
-        info(add_info(app)),
+        info(add_info(app, info_model)),
         version(app.add_subcommand("version", "Print headsep's version")) {
     // Last on their commands' --help, as options added once every command exists.
     run->add_flag("--slot-by-slot", run_args.slot_by_slot,
@@ -115,7 +116,7 @@ struct Commands {
     if (*scaling) return lead ? scaling_cmd(scaling_args) : 0;
     if (*plugins) return lead ? plugins_cmd(plugins_args) : 0;
     if (*tokenize) return lead ? tokenize_cmd(tokenize_args) : 0;
-    if (*info) return lead ? info_cmd() : 0;
+    if (*info) return lead ? info_cmd(info_model) : 0;
     if (*version) return lead ? (std::fprintf(headsep::data_stdout(), "headsep %s\n", HEADSEP_VERSION), 0) : 0;
     return 0;
   }

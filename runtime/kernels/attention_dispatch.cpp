@@ -71,9 +71,9 @@ std::size_t attention_small_floats(const AttentionReport& in) noexcept {
 }
 
 bool attention_small(const AttentionReport& in) noexcept {
-  // (The lane kernel masks causally but knows no sliding window: a report the window cuts goes
-  // through the row kernel.)
-  return in.n >= 1 && in.n <= kAttnSmallN && std::size_t(in.heads) + 1 <= kAttnSmallHeads &&
+  // (The lane kernel masks causally but knows no sliding window or soft-capping: a report the
+  // window cuts, or a capped one, goes through the row kernel.)
+  return in.config.softcap == 0.0f && in.n >= 1 && in.n <= kAttnSmallN && std::size_t(in.heads) + 1 <= kAttnSmallHeads &&
          attention_small_floats(in) <= kAttnSmallFloats && first_visible_key(in.config, in.n - 1) == 0;
 }
 

@@ -76,6 +76,7 @@ inline void clear_outputs(const AttentionReportOut& out, std::size_t H1, std::si
     float s = 0.0f;
     for (std::size_t d = 0; d < in.dk[h]; ++d) s += qr[d] * kr[d];
     a[k] = s * scale;
+    if (in.config.softcap != 0.0f) a[k] = in.config.softcap * std::tanh(a[k] / in.config.softcap);
     m = a[k] > m ? a[k] : m;
   }
   float z = 0.0f;

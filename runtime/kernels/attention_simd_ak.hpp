@@ -57,6 +57,7 @@ struct AK {
   // ---- elementary functions and the W x W transpose (attention_simd_math.hpp) --------------
   static B exp_neg(B y) noexcept;
   static B log_pos(B x) noexcept;
+  static void softcap_row(float* s, std::size_t lv, float scale, float cap) noexcept;
   static float hmax(B v) noexcept;
   static B row_sums(const B* v) noexcept;
   static void transpose_block(const float* src, std::size_t lds, float* dst, std::size_t ldd) noexcept;

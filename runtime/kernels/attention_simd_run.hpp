@@ -165,6 +165,7 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
           const std::size_t q = qb + r;
           const std::size_t len = causal ? q + 1 : n, lv = up(len);
           float* s = a + r * np;  // [0, kb) not computed: never read below
+          if (in.config.softcap != 0.0f) softcap_row(s + kb, lv - kb, scale, in.config.softcap);
           for (std::size_t k = len; k < lv; ++k) s[k] = neg_inf;
           for (std::size_t k = kb, from = first_visible_key(in.config, q); k < from; ++k) s[k] = neg_inf;
           float* cx = rctx + r;

@@ -108,6 +108,26 @@ inline float AK<A>::dot(const float* x, const float* y, std::size_t len) noexcep
   return xsimd::hadd(s0 + s1);
 }
 
+/// Soft-capping of one row of raw scores, s[0, lv) in whole vectors: s becomes
+/// (cap / scale) · tanh(scale · s / cap), so that softmax_row's scale · s is cap · tanh(scale · s / cap).
+/// tanh |t| = (1 - e) / (1 + e) with e = e^(-2|t|) from exp_neg for |t| >= 1/4; below, where 1 - e
+/// would cancel, its Taylor series to t^9 (relative error < 1e-8 there). Within a few ulp of
+/// std::tanh either way. Not inlined: rows without a cap never see it.
+template <class A>
+[[gnu::noinline]] void AK<A>::softcap_row(float* s, std::size_t lv, float scale, float cap) noexcept {
+  const B in(scale / cap), out(cap / scale), one(1.0f), ymin(-88.0f);
+  for (std::size_t k = 0; k < lv; k += W) {
+    const B t = B::load_aligned(s + k) * in, a = xsimd::abs(t), t2 = t * t;
+    const B e = exp_neg(xsimd::max(B(-2.0f) * a, ymin));
+    const B th = (one - e) / (one + e);
+    B p = fmadd(t2, B(62.0f / 2835.0f), B(-17.0f / 315.0f));
+    p = fmadd(p, t2, B(2.0f / 15.0f));
+    p = fmadd(p, t2, B(-1.0f / 3.0f));
+    p = fmadd(p, t2, one) * t;
+    (xsimd::select(a < B(0.25f), p, xsimd::select(t < B(0.0f), -th, th)) * out).store_aligned(s + k);
+  }
+}
+
 /// Softmax of one score row in place: s[0, lv) (entries [len, lv) hold -inf) becomes the
 /// probabilities. Returns Z and Σ e^y y / Z (the entropy is log Z minus it: logs are taken for a
 /// whole tile at once); ctx[c·ldc] = Σ_k a_k x_c[k] for the axes (CC = C when C <= 4:

@@ -32,27 +32,69 @@ using model::json_str;
 using model::json_uint;
 using model::pack_linear;
 
+/// An encoder family's tensor names (BERT's are RoBERTa's and XLM-R's): as the decoders' table
+/// (model/family.hpp), a row per naming. `prefix` is optional in a folder (a base model's save).
+struct EncoderNames {
+  const char *prefix, *word, *pos, *type, *emb_ln, *layer, *q, *k, *v, *o, *ln1, *ffn1, *ffn2, *ln2;
+};
+constexpr EncoderNames kBertNames{"bert.", "embeddings.word_embeddings", "embeddings.position_embeddings",
+                                  "embeddings.token_type_embeddings", "embeddings.LayerNorm", "encoder.layer.",
+                                  "attention.self.query", "attention.self.key", "attention.self.value",
+                                  "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense",
+                                  "output.dense", "output.LayerNorm"};
+constexpr EncoderNames kDistilBertNames{"distilbert.", "embeddings.word_embeddings", "embeddings.position_embeddings",
+                                        nullptr, "embeddings.LayerNorm", "transformer.layer.", "attention.q_lin",
+                                        "attention.k_lin", "attention.v_lin", "attention.out_lin", "sa_layer_norm",
+                                        "ffn.lin1", "ffn.lin2", "output_layer_norm"};
+
+bool is_encoder_type(const std::string& t) { return t == "bert" || t == "roberta" || t == "xlm-roberta" || t == "distilbert"; }
+
+/// DistilBERT's config keys (dim, n_layers, ...), everything else as BERT's.
+void parse_distilbert(const json& j, const std::string& file, BertConfig& c) {
+  const std::string act = json_str(j, "activation", file, "gelu");
+  if (act != "gelu") throw Error(file + ": unsupported activation '" + act + "' (supported: \"gelu\")");
+  if (model::json_bool(j, "sinusoidal_pos_embds", file, false))
+    throw Error(file + ": unsupported: 'sinusoidal_pos_embds' is true");
+  c.vocab_size = json_uint(j, "vocab_size", file);
+  c.hidden = json_uint(j, "dim", file);
+  c.layers = json_uint(j, "n_layers", file);
+  c.heads = json_uint(j, "n_heads", file);
+  c.intermediate = json_uint(j, "hidden_dim", file);
+  c.max_positions = json_uint(j, "max_position_embeddings", file);
+  c.type_vocab_size = 0;
+}
+
 }  // namespace
+
+bool is_encoder_model_type(const std::string& model_type) { return is_encoder_type(model_type); }
 
 BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
   const json j = parse_json(text, file);
   if (!j.is_object()) throw Error(file + ": expected a JSON object");
   const std::string type = json_str(j, "model_type", file, "");
-  bool bert = type == "bert";
+  bool bert = is_encoder_type(type);
   if (type.empty() && j.contains("architectures") && j["architectures"].is_array())
     for (const auto& a : j["architectures"])
       if (a.is_string() && a.get<std::string>().rfind("Bert", 0) == 0) bert = true;
   if (!bert)
     throw Error(file + ": unsupported architecture (model_type '" + type +
-                "'): headsep runs BERT encoders (model_type \"bert\")");
+                "'): headsep runs the encoders \"bert\", \"roberta\", \"xlm-roberta\" and \"distilbert\"");
   if (model::json_bool(j, "is_decoder", file, false))
     throw Error(file + ": unsupported: is_decoder is true (headsep runs BERT encoders)");
+  BertConfig c;
+  c.model_type = type.empty() ? "bert" : type;
+  if (c.model_type == "distilbert") {
+    parse_distilbert(j, file, c);
+    if (c.hidden % c.heads)
+      throw Error(file + ": dim " + std::to_string(c.hidden) + " is not divisible by n_heads " + std::to_string(c.heads));
+    if (c.layers > 1024 || c.heads > 1024) throw Error(file + ": more than 1024 layers or heads");
+    return c;
+  }
   const std::string act = json_str(j, "hidden_act", file, "gelu");
   if (act != "gelu")
     throw Error(file + ": unsupported activation hidden_act '" + act + "' (supported: \"gelu\", BERT's exact erf GELU)");
   const std::string pos = json_str(j, "position_embedding_type", file, "absolute");
   if (pos != "absolute") throw Error(file + ": unsupported position_embedding_type '" + pos + "' (supported: \"absolute\")");
-  BertConfig c;
   c.vocab_size = json_uint(j, "vocab_size", file);
   c.hidden = json_uint(j, "hidden_size", file);
   c.layers = json_uint(j, "num_hidden_layers", file);
@@ -63,8 +105,22 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
   if (j.contains("layer_norm_eps")) {
     if (!j["layer_norm_eps"].is_number() || !(j["layer_norm_eps"].get<double>() > 0) ||
         !std::isfinite(j["layer_norm_eps"].get<double>()))
-      throw Error(file + ": 'layer_norm_eps' must be a positive number, got " + j["layer_norm_eps"].dump());
+      throw Error(file + ": 'layer_norm_eps' must be a positive number, got " + json_brief(j["layer_norm_eps"]));
     c.layer_norm_eps = j["layer_norm_eps"].get<double>();
+  }
+  if (c.model_type != "bert") {  // RoBERTa's positions start after padding_idx
+    c.roberta_positions = true;
+    c.padding_idx = 1;  // (transformers' RobertaConfig default)
+    if (j.contains("pad_token_id") && !j["pad_token_id"].is_null()) {
+      const json& v = j["pad_token_id"];
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= (std::int64_t(1) << 24))
+        throw Error(file + ": 'pad_token_id' must be a token id (an integer from 0), got " + json_brief(v));
+      c.padding_idx = static_cast<std::uint32_t>(v.get<std::int64_t>());
+    }
+    if (c.max_positions <= c.padding_idx + 1)
+      throw Error(file + ": max_position_embeddings " + std::to_string(c.max_positions) + " leaves no position after pad_token_id " +
+                  std::to_string(c.padding_idx));
+    c.max_positions -= c.padding_idx + 1;
   }
   if (c.hidden % c.heads)
     throw Error(file + ": hidden_size " + std::to_string(c.hidden) + " is not divisible by num_attention_heads " +
@@ -83,42 +139,49 @@ BertModel BertModel::load(const std::filesystem::path& dir) {
   m.cfg_ = BertConfig::parse(ss.str(), cfg_file);
   m.name_ = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
   const BertConfig& c = m.cfg_;
-  m.shape_.model_type = "bert";
+  m.shape_.model_type = c.model_type;
+  const EncoderNames& nm = c.model_type == "distilbert" ? kDistilBertNames : kBertNames;
   m.shape_.vocab_size = c.vocab_size, m.shape_.hidden = c.hidden, m.shape_.layers = c.layers;
   m.shape_.heads = m.shape_.kv_heads = c.heads, m.shape_.head_dim = c.head_dim();
   m.shape_.max_positions = c.max_positions;
   const SafeTensors st(dir / "model.safetensors");
   std::string prefix;
-  if (!st.contains("embeddings.word_embeddings.weight") && st.contains("bert.embeddings.word_embeddings.weight"))
-    prefix = "bert.";
+  const std::string word = std::string(nm.word) + ".weight";
+  std::string own = nm.prefix;
+  if (c.model_type == "roberta" || c.model_type == "xlm-roberta") own = "roberta.";
+  if (!st.contains(word) && st.contains(own + word)) prefix = own;
   const std::uint64_t D = c.hidden, I = c.intermediate;
   auto read = [&](const std::string& name, std::vector<std::uint64_t> dims, const std::string& formula) {
     return st.read_f32(prefix + name, ShapeSpec{std::move(dims), formula});
   };
-  m.word_ = read("embeddings.word_embeddings.weight", {c.vocab_size, D}, "[vocab_size, hidden_size]");
-  m.pos_ = read("embeddings.position_embeddings.weight", {c.max_positions, D}, "[max_position_embeddings, hidden_size]");
-  m.type_ = read("embeddings.token_type_embeddings.weight", {c.type_vocab_size, D}, "[type_vocab_size, hidden_size]");
-  m.emb_g_ = read("embeddings.LayerNorm.weight", {D}, "[hidden_size]");
-  m.emb_b_ = read("embeddings.LayerNorm.bias", {D}, "[hidden_size]");
+  const std::string n = std::string(nm.layer);
+  const auto w_ = [&](const char* s) { return std::string(s) + ".weight"; };
+  const auto b_ = [&](const char* s) { return std::string(s) + ".bias"; };
+  const std::uint64_t rows = c.max_positions + (c.roberta_positions ? c.padding_idx + 1 : 0);
+  m.word_ = read(w_(nm.word), {c.vocab_size, D}, "[vocab_size, hidden_size]");
+  m.pos_ = read(w_(nm.pos), {rows, D}, "[max_position_embeddings, hidden_size]");
+  if (nm.type) m.type_ = read(w_(nm.type), {c.type_vocab_size, D}, "[type_vocab_size, hidden_size]");
+  m.emb_g_ = read(w_(nm.emb_ln), {D}, "[hidden_size]");
+  m.emb_b_ = read(b_(nm.emb_ln), {D}, "[hidden_size]");
   for (std::uint32_t l = 0; l < c.layers; ++l) {
-    const std::string p = "encoder.layer." + std::to_string(l) + ".";
-    auto wq = read(p + "attention.self.query.weight", {D, D}, "[hidden_size, hidden_size]");
-    auto wk = read(p + "attention.self.key.weight", {D, D}, "[hidden_size, hidden_size]");
-    auto wv = read(p + "attention.self.value.weight", {D, D}, "[hidden_size, hidden_size]");
-    auto bq = read(p + "attention.self.query.bias", {D}, "[hidden_size]");
-    auto bk = read(p + "attention.self.key.bias", {D}, "[hidden_size]");
-    auto bv = read(p + "attention.self.value.bias", {D}, "[hidden_size]");
-    auto wo = read(p + "attention.output.dense.weight", {D, D}, "[hidden_size, hidden_size]");
-    auto bo = read(p + "attention.output.dense.bias", {D}, "[hidden_size]");
-    auto w1 = read(p + "intermediate.dense.weight", {I, D}, "[intermediate_size, hidden_size]");
-    auto b1 = read(p + "intermediate.dense.bias", {I}, "[intermediate_size]");
-    auto w2 = read(p + "output.dense.weight", {D, I}, "[hidden_size, intermediate_size]");
-    auto b2 = read(p + "output.dense.bias", {D}, "[hidden_size]");
+    const std::string p = n + std::to_string(l) + ".";
+    auto wq = read(p + w_(nm.q), {D, D}, "[hidden_size, hidden_size]");
+    auto wk = read(p + w_(nm.k), {D, D}, "[hidden_size, hidden_size]");
+    auto wv = read(p + w_(nm.v), {D, D}, "[hidden_size, hidden_size]");
+    auto bq = read(p + b_(nm.q), {D}, "[hidden_size]");
+    auto bk = read(p + b_(nm.k), {D}, "[hidden_size]");
+    auto bv = read(p + b_(nm.v), {D}, "[hidden_size]");
+    auto wo = read(p + w_(nm.o), {D, D}, "[hidden_size, hidden_size]");
+    auto bo = read(p + b_(nm.o), {D}, "[hidden_size]");
+    auto w1 = read(p + w_(nm.ffn1), {I, D}, "[intermediate_size, hidden_size]");
+    auto b1 = read(p + b_(nm.ffn1), {I}, "[intermediate_size]");
+    auto w2 = read(p + w_(nm.ffn2), {D, I}, "[hidden_size, intermediate_size]");
+    auto b2 = read(p + b_(nm.ffn2), {D}, "[hidden_size]");
     Layer L;
-    L.ln1_g = read(p + "attention.output.LayerNorm.weight", {D}, "[hidden_size]");
-    L.ln1_b = read(p + "attention.output.LayerNorm.bias", {D}, "[hidden_size]");
-    L.ln2_g = read(p + "output.LayerNorm.weight", {D}, "[hidden_size]");
-    L.ln2_b = read(p + "output.LayerNorm.bias", {D}, "[hidden_size]");
+    L.ln1_g = read(p + w_(nm.ln1), {D}, "[hidden_size]");
+    L.ln1_b = read(p + b_(nm.ln1), {D}, "[hidden_size]");
+    L.ln2_g = read(p + w_(nm.ln2), {D}, "[hidden_size]");
+    L.ln2_b = read(p + b_(nm.ln2), {D}, "[hidden_size]");
     // Q | K | V stacked as one [3D][D] linear.
     std::vector<float> wqkv;
     wqkv.reserve(3 * D * D);
@@ -186,14 +249,22 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
   s.h1.resize(T * D);
   s.inter.resize(T * I);
   float* x = s.x.data();
-  // Embeddings: word + position (within the report) + token type 0, then LayerNorm.
-  for (std::size_t r = r0; r < r1; ++r)
+  // Embeddings: word + position (within the report; RoBERTa's after padding_idx) + token type 0
+  // (none for DistilBERT), then LayerNorm.
+  for (std::size_t r = r0; r < r1; ++r) {
+    std::size_t seen = 0;  // RoBERTa: non-padding tokens so far
     for (std::uint64_t t = token_offset[r]; t < token_offset[r + 1]; ++t) {
       float* row = x + (t - t0) * D;
       const float* w = word_.data() + std::size_t(ids[t]) * D;
-      const float* p = pos_.data() + std::size_t(t - token_offset[r]) * D;
-      for (std::size_t i = 0; i < D; ++i) row[i] = w[i] + p[i] + type_[i];
+      std::size_t pos = t - token_offset[r];
+      if (cfg_.roberta_positions) pos = ids[t] == cfg_.padding_idx ? cfg_.padding_idx : cfg_.padding_idx + 1 + seen++;
+      const float* p = pos_.data() + pos * D;
+      if (type_.empty())
+        for (std::size_t i = 0; i < D; ++i) row[i] = w[i] + p[i];
+      else
+        for (std::size_t i = 0; i < D; ++i) row[i] = w[i] + p[i] + type_[i];
     }
+  }
   layer_norm_rows(level, x, nullptr, T, D, emb_g_.data(), emb_b_.data(), cfg_.layer_norm_eps);
   if (all_hidden) std::memcpy(all_hidden + (t0 - base) * D, x, T * D * sizeof(float));
 

@@ -60,6 +60,7 @@ void Decoder::run_group(const Group& g, const std::vector<AttentionOut>& layers,
     // Empty reports: the kernel's zeros.
     AttentionReport view = rows_view(shape_.heads, qkv_ld(), cols_, MaskKind::causal, g.axes);
     view.config.window = shape_.sliding_window.empty() ? 0 : shape_.sliding_window[l];  // the baseline's too
+    view.config.softcap = shape_.attn_softcap;
     attend_reports(view, g.token_offset, g.r0, g.r1, s.qkv.data(), g.axis, layers[l], g.level, shape_.head_dim,
                    s.ctx.data(), s);
     if (!T) continue;

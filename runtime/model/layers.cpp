@@ -155,6 +155,19 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void swiglu_rows(co
   }
 }
 
+__attribute__((target_clones("avx512f", "avx2", "default"))) void geglu_rows(bool tanh, const float* gu, float* out,
+                                                                             std::size_t rows, std::size_t n) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* g = gu + r * 2 * n;
+    const float* u = g + n;
+    float* o = out + r * n;
+    if (tanh)
+      for (std::size_t i = 0; i < n; ++i) o[i] = kernels::gelu_tanh_ref(g[i]) * u[i];
+    else
+      for (std::size_t i = 0; i < n; ++i) o[i] = kernels::gelu_ref(g[i]) * u[i];
+  }
+}
+
 namespace model {
 
 void check_forward(const ModelShape& shape, const std::uint32_t* ids, const std::uint64_t* token_offset,

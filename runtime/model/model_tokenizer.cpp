@@ -49,7 +49,7 @@ struct Files {
     const auto cfg = read_optional(dir / "config.json");
     if (!cfg) throw Error(name("config.json") + ": cannot open (a model folder holds config.json and vocab.txt)");
     const json c = parse_object(*cfg, dir / "config.json");
-    if (c.value("model_type", json("bert")) == "bert") {
+    if (c.value("model_type", json("bert")).is_string() && is_encoder_model_type(c.value("model_type", std::string("bert")))) {
       config = BertConfig::parse(*cfg, name("config.json"));
     } else {  // a decoder's folder: only the sizes the tokenizer needs (n_positions: GPT-2's name)
       const std::string file = name("config.json");

@@ -9,6 +9,7 @@
 #include "headsep/bert.hpp"
 #include "headsep/error.hpp"
 #include "kernels/attention_simd.hpp"
+#include "model/family.hpp"
 #include "support/json_input.hpp"
 #include "support/text_util.hpp"
 
@@ -145,11 +146,12 @@ std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir) {
     throw Error(file + ": quantized model (quantization_config " +
                 model::json_str(j["quantization_config"], "quant_method", file, "?") +
                 "): headsep reads f32, f16 and bf16 weights");
-  if (type == "gpt2") return model::load_gpt2(dir, j, file);
-  if (type == "llama" || type == "mistral" || type == "qwen2") return model::load_llama(dir, j, file);
-  if (type == "bert" || type.empty()) return std::make_unique<BertModel>(BertModel::load(dir));
-  throw Error(file + ": unsupported architecture (model_type '" + type +
-              "'): headsep runs \"bert\", \"gpt2\", \"llama\", \"mistral\" and \"qwen2\"");
+  if (const model::Family* f = model::find_family(type))
+    return model::load_table_decoder(dir, model::read_decoder_spec(*f, j, file));
+  if (type.empty() || is_encoder_model_type(type)) return std::make_unique<BertModel>(BertModel::load(dir));
+  std::string known = "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\"";
+  for (const model::Family& f : model::families()) known += std::string(", \"") + f.model_type + "\"";
+  throw Error(file + ": unsupported architecture (model_type '" + type + "'): headsep runs " + known);
 }
 
 }  // namespace headsep

@@ -138,8 +138,5 @@ class Decoder : public Architecture {
   std::vector<std::uint32_t> cols_;  // the kernel's head table: q_col, k_col, v_col, dk, dv (5 rows of H+1)
 };
 
-/// The decoders (gpt2.cpp, llama.cpp): config.json parsed, every tensor checked.
-std::unique_ptr<Architecture> load_gpt2(const std::filesystem::path& dir, const json& config, const std::string& file);
-std::unique_ptr<Architecture> load_llama(const std::filesystem::path& dir, const json& config, const std::string& file);
 
 }  // namespace headsep::model

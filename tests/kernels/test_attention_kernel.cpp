@@ -33,7 +33,10 @@ TEST_CASE("every level agrees with the scalar reference (sizes hitting the vecto
       {QueryMode::index, 99, MaskKind::none},
       // sliding windows (Mistral's): one key, a few, and one the short reports fit in
       {QueryMode::all, 0, MaskKind::causal, 1}, {QueryMode::all, 0, MaskKind::causal, 5},
-      {QueryMode::last, 0, MaskKind::causal, 16}};
+      {QueryMode::last, 0, MaskKind::causal, 16},
+      // soft-capped logits (Gemma-2's): caps that bite, with and without masks and windows
+      {QueryMode::all, 0, MaskKind::none, 0, 0.5f}, {QueryMode::all, 0, MaskKind::causal, 5, 1.0f},
+      {QueryMode::last, 0, MaskKind::causal, 0, 2.0f}};
   AttentionScratch ref_scratch, scratch;
   std::size_t runs = 0, failures = 0;
   std::uint64_t seed = 1;
@@ -300,6 +303,30 @@ TEST_CASE("a sliding window: query q weighs exactly its last W keys, as transfor
               sum += a;
             }
             CHECK(sum == Approx(1.0).margin(1e-5));
+          }
+      }
+    }
+}
+
+TEST_CASE("soft-capping: a cap far above the scores changes nothing, a tiny one flattens the rows", "[attention]") {
+  AttentionScratch scratch;
+  std::uint64_t seed = 900;
+  for (std::uint32_t n : {3u, 17u, 40u})
+    for (MaskKind mask : {MaskKind::none, MaskKind::causal}) {
+      Case c = make_case(n, 2, 5, 4, 3, 3, 1, {QueryMode::all, 0, mask}, seed++, 1);
+      for (auto level : levels_under_test()) {
+        INFO(to_string(level) << " " << describe(c));
+        c.config.softcap = 0.0f;
+        const Result plain = run_kernel(c, level, scratch);
+        c.config.softcap = 1e6f;
+        const Result wide = run_kernel(c, level, scratch);
+        c.config.softcap = 1e-4f;
+        const Result flat = run_kernel(c, level, scratch);
+        for (std::size_t i = 0; i < plain.maps.size(); ++i) CHECK(wide.maps[i] == Approx(plain.maps[i]).margin(1e-6));
+        for (std::size_t h = 0; h <= 2; ++h)
+          for (std::size_t q = 0; q < n; ++q) {
+            const std::size_t seen = mask == MaskKind::causal ? q + 1 : n;
+            for (std::size_t k = 0; k < seen; ++k) CHECK(flat.maps[(h * n + q) * n + k] == Approx(1.0 / seen).margin(1e-4));
           }
       }
     }

@@ -1,0 +1,381 @@
+// The one decoder every family row feeds (model/family.hpp): tensors found by the row's names,
+// fused layouts split into Q, K, V at load, then per layer (Decoder's loop, decoder.cpp):
+//   h = n_attn_in(x); [Q | K per query head | V] = h W + b; q/k norms; RoPE; Q × query_scale
+//   a = n_attn_out(ctx W_o + b_o)
+//   sequential: x += a; x += n_mlp_out(mlp(n_mlp_in(x)))     parallel: x = (mlp(n_mlp_in(x)) + a) + x
+// with a null norm the identity, mlp = down(act(gate) · up) or proj(act(fc)). GPT-2, Llama,
+// Mistral and Qwen2 run this with the same products and steps their own files had.
+#include <algorithm>
+#include <cmath>
+
+#include "headsep/error.hpp"
+#include "kernels/attention_simd.hpp"
+#include "model/family.hpp"
+
+namespace headsep::model {
+namespace {
+
+class TableDecoder final : public Decoder {
+ public:
+  TableDecoder(const std::filesystem::path& dir, DecoderSpec spec);
+  std::vector<std::string> recognised() const override { return spec_.notes; }
+
+ private:
+  struct Norm {
+    std::vector<float> g, b;  // g already 1 + w for Gemma's; b only for LayerNorm
+    bool on() const noexcept { return !g.empty(); }
+  };
+  struct Layer {
+    Norm attn_in, attn_out, mlp_in, mlp_out;
+    std::vector<float> q_norm, k_norm;  // per head [dh], or the full width [H·dh] (K's copied per query head)
+    std::shared_ptr<const float> qkv, out, up, down;  // up: [gate | up] when gated
+    std::shared_ptr<const float> router;               // routed experts: [experts] logits
+    std::vector<std::shared_ptr<const float>> expert_up, expert_down;
+  };
+  void embed(const Group& g, float* x, ModelScratch& s) const override;
+  void project(const Group& g, std::size_t l, const float* x, ModelScratch& s) const override;
+  void finish_layer(const Group& g, std::size_t l, float* x, ModelScratch& s) const override;
+  void final_norm(float* x, std::size_t rows) const override { norm(SimdLevel::scalar, final_, x, x, rows); }
+  double layer_macs() const noexcept override {
+    const double D = shape_.hidden, I = intermediate_, Q = double(shape_.heads) * shape_.head_dim;
+    const double mlp = spec_.experts ? D * spec_.experts + spec_.experts_per_token * 3 * D * I
+                                     : (spec_.family->gated ? 3 : 2) * D * I;
+    return D * (Q + 2 * double(kv_width())) + Q * D + mlp;
+  }
+  void load(const FolderWeights& w);
+  void norm(SimdLevel level, const Norm& n, const float* in, float* out, std::size_t rows) const;
+  void mlp(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const;
+  void experts(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const;
+  void qk_norms(const Layer& L, float* qkv, std::size_t T) const;
+
+  DecoderSpec spec_;
+  std::vector<float> embed_, positions_;
+  Norm final_;
+  std::vector<Layer> layers_;
+};
+
+TableDecoder::TableDecoder(const std::filesystem::path& dir, DecoderSpec spec) : spec_(std::move(spec)) {
+  shape_ = spec_.shape;
+  intermediate_ = spec_.intermediate;
+  name_ = folder_name(dir);
+  load(FolderWeights(dir));
+  set_heads();
+}
+
+/// The tensors of one folder through the family's names.
+class Reader {
+ public:
+  Reader(const FolderWeights& w, const Family& f) : w_(w), f_(f) {
+    const std::string e = std::string(f.embed) + ".weight";
+    prefix_ = !w.contains(f.prefix + e) && w.contains(e) ? "" : f.prefix;  // a base model's save has none
+  }
+  std::vector<float> read(const std::string& name, std::vector<std::uint64_t> dims, const std::string& formula) const {
+    return w_.read(prefix_ + name, std::move(dims), formula);
+  }
+  /// nn.Linear `name` as [out][in] (Conv1D's [in][out] transposed); its bias when `bias`.
+  std::vector<float> linear(const std::string& name, std::uint64_t out, std::uint64_t in, const std::string& formula,
+                            bool bias, std::vector<float>* b) const {
+    std::vector<float> w;
+    if (f_.qkv_layout == QkvLayout::conv1d) {
+      const auto t = read(name + ".weight", {in, out}, "[" + formula + "]ᵀ");
+      w.resize(t.size());
+      for (std::size_t o = 0; o < out; ++o)
+        for (std::size_t i = 0; i < in; ++i) w[o * in + i] = t[i * out + o];
+    } else {
+      w = read(name + ".weight", {out, in}, "[" + formula + "]");
+    }
+    if (bias && b) *b = read(name + ".bias", {out}, "[" + formula.substr(0, formula.find(',')) + "]");
+    return w;
+  }
+
+ private:
+  const FolderWeights& w_;
+  const Family& f_;
+  std::string prefix_;
+};
+
+/// Rows [first, first + n) of a [rows][in] matrix (and of its bias, when there is one).
+void take_rows(const std::vector<float>& w, const std::vector<float>& b, std::size_t first, std::size_t n, std::size_t in,
+               std::vector<float>& wo, std::vector<float>& bo) {
+  wo.insert(wo.end(), w.begin() + first * in, w.begin() + (first + n) * in);
+  if (!b.empty()) bo.insert(bo.end(), b.begin() + first, b.begin() + first + n);
+  else bo.insert(bo.end(), n, 0.0f);
+}
+
+void TableDecoder::load(const FolderWeights& fw) {
+  const Family& f = *spec_.family;
+  const ModelShape& c = shape_;
+  const Reader r(fw, f);
+  const std::uint64_t D = c.hidden, I = intermediate_, dh = c.head_dim, H = c.heads, Q = H * dh, KV = kv_width();
+  const std::string hid = f.hidden, inter = f.intermediate ? f.intermediate : "intermediate",
+                    qw = std::string(f.heads) + "*head_dim", kvw = std::string(f.kv_heads ? f.kv_heads : f.heads) + "*head_dim";
+  auto read_norm = [&](const char* name, std::uint64_t n, const std::string& formula) {
+    Norm out;
+    if (!name) return out;
+    out.g = r.read(std::string(name) + ".weight", {n}, formula);
+    if (f.norm == NormKind::layer_norm) out.b = r.read(std::string(name) + ".bias", {n}, formula);
+    if (f.norm == NormKind::rms_one_plus)
+      for (float& v : out.g) v = 1.0f + v;  // as Gemma's 1.0 + weight.float(), in f32
+    return out;
+  };
+  embed_ = r.read(std::string(f.embed) + ".weight", {c.vocab_size, D}, "[vocab_size, " + hid + "]");
+  if (f.learned_positions)
+    positions_ = r.read(std::string(f.learned_positions) + ".weight", {c.max_positions, D}, "[" + std::string(f.positions) + ", " + hid + "]");
+  final_ = read_norm(f.final_norm, D, "[" + hid + "]");
+  for (std::uint32_t l = 0; l < c.layers; ++l) {
+    const std::string p = f.layer + std::to_string(l) + ".";
+    Layer L;
+    std::vector<float> wq, wk, wv, bq, bk, bv;
+    if (f.qkv_layout == QkvLayout::separate) {
+      wq = r.linear(p + f.q, Q, D, qw + ", " + hid, spec_.qkv_bias, &bq);
+      wk = r.linear(p + f.k, KV, D, kvw + ", " + hid, spec_.qkv_bias, &bk);
+      wv = r.linear(p + f.v, KV, D, kvw + ", " + hid, spec_.qkv_bias, &bv);
+    } else {
+      std::vector<float> b;
+      const auto w = r.linear(p + f.q, Q + 2 * KV, D, qw + "+2*" + kvw + ", " + hid, spec_.qkv_bias, &b);
+      if (f.qkv_layout == QkvLayout::per_head) {  // [H][q | k | v] (H = KV here)
+        for (std::uint64_t h = 0; h < H; ++h) {
+          take_rows(w, b, h * 3 * dh, dh, D, wq, bq);
+          take_rows(w, b, h * 3 * dh + dh, dh, D, wk, bk);
+          take_rows(w, b, h * 3 * dh + 2 * dh, dh, D, wv, bv);
+        }
+      } else {  // [Q | K | V]
+        take_rows(w, b, 0, Q, D, wq, bq);
+        take_rows(w, b, Q, KV, D, wk, bk);
+        take_rows(w, b, Q + KV, KV, D, wv, bv);
+      }
+    }
+    if (bq.empty()) bq.assign(Q, 0.0f), bk.assign(KV, 0.0f), bv.assign(KV, 0.0f);
+    // Rows [Q | K of each query head's key/value head | V].
+    std::vector<float> wqkv(wq), bqkv(bq);
+    for (std::uint32_t h = 1; h <= H; ++h) {
+      const std::size_t k = c.kv_head(h) * dh;
+      wqkv.insert(wqkv.end(), wk.begin() + k * D, wk.begin() + (k + dh) * D);
+      bqkv.insert(bqkv.end(), bk.begin() + k, bk.begin() + k + dh);
+    }
+    wqkv.insert(wqkv.end(), wv.begin(), wv.end());
+    bqkv.insert(bqkv.end(), bv.begin(), bv.end());
+    L.qkv = pack_linear(wqkv, bqkv, qkv_ld(), D);
+    std::vector<float> bo, bu, bd;
+    L.out = pack_linear(r.linear(p + f.o, D, Q, hid + ", " + qw, spec_.o_bias, &bo), bo, D, Q);
+    if (f.moe_router) {
+      L.router = pack_linear(r.read(p + f.moe_router + ".weight", {spec_.experts, D}, "[num_local_experts, " + hid + "]"),
+                             {}, spec_.experts, D);
+      for (std::uint32_t e = 0; e < spec_.experts; ++e) {
+        const std::string x = p + f.moe_experts + std::to_string(e);
+        auto gu = r.linear(x + ".w1", I, D, inter + ", " + hid, false, nullptr);
+        const auto up = r.linear(x + ".w3", I, D, inter + ", " + hid, false, nullptr);
+        gu.insert(gu.end(), up.begin(), up.end());
+        L.expert_up.push_back(pack_linear(gu, {}, 2 * I, D));
+        L.expert_down.push_back(pack_linear(r.linear(x + ".w2", D, I, hid + ", " + inter, false, nullptr), {}, D, I));
+      }
+    } else if (!f.gated) {
+      L.up = pack_linear(r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu), bu, I, D);
+    } else if (f.gate_up) {
+      L.up = pack_linear(r.linear(p + f.gate_up, 2 * I, D, "2*" + inter + ", " + hid, spec_.mlp_bias, &bu), bu, 2 * I, D);
+    } else {
+      std::vector<float> bg;
+      auto gu = r.linear(p + f.gate, I, D, inter + ", " + hid, spec_.mlp_bias, &bg);
+      const auto up = r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu);
+      gu.insert(gu.end(), up.begin(), up.end());
+      bg.insert(bg.end(), bu.begin(), bu.end());
+      L.up = pack_linear(gu, bg, 2 * I, D);
+    }
+    if (f.down) L.down = pack_linear(r.linear(p + f.down, D, I, hid + ", " + inter, spec_.mlp_bias, &bd), bd, D, I);
+    L.attn_in = read_norm(f.attn_in_norm ? (p + f.attn_in_norm).c_str() : nullptr, D, "[" + hid + "]");
+    L.attn_out = read_norm(f.attn_out_norm ? (p + f.attn_out_norm).c_str() : nullptr, D, "[" + hid + "]");
+    L.mlp_in = read_norm(f.mlp_in_norm ? (p + f.mlp_in_norm).c_str() : nullptr, D, "[" + hid + "]");
+    L.mlp_out = read_norm(f.mlp_out_norm ? (p + f.mlp_out_norm).c_str() : nullptr, D, "[" + hid + "]");
+    if (f.q_norm) {
+      const bool full = f.qk_norm_full_width;
+      L.q_norm = read_norm((p + f.q_norm).c_str(), full ? Q : dh, full ? "[" + qw + "]" : "[head_dim]").g;
+      const auto k = read_norm((p + f.k_norm).c_str(), full ? KV : dh, full ? "[" + kvw + "]" : "[head_dim]").g;
+      if (full)  // one copy per query head, as the K rows
+        for (std::uint32_t h = 1; h <= H; ++h)
+          L.k_norm.insert(L.k_norm.end(), k.begin() + c.kv_head(h) * dh, k.begin() + (c.kv_head(h) + 1) * dh);
+      else
+        L.k_norm = k;
+    }
+    layers_.push_back(std::move(L));
+  }
+}
+
+void TableDecoder::norm(SimdLevel level, const Norm& n, const float* in, float* out, std::size_t rows) const {
+  const std::size_t D = shape_.hidden;
+  if (spec_.family->norm == NormKind::layer_norm) {
+    if (in != out) std::copy(in, in + rows * D, out);
+    layer_norm_rows(level, out, nullptr, rows, D, n.g.data(), n.b.data(), spec_.eps);
+  } else {
+    rms_norm_rows(in, out, rows, D, n.g.data(), spec_.eps);
+  }
+}
+
+// The embeddings (× embed_scale, + learned positions), and the group's rotary cos/sin per (table,
+// token, pair) for every layer: the angle position · inv_freq in f32, as transformers computes it.
+void TableDecoder::embed(const Group& g, float* x, ModelScratch& s) const {
+  const std::size_t D = shape_.hidden, half = spec_.rotary_dims / 2, tables = spec_.rope.size();
+  const std::uint64_t t0 = g.token_offset[g.r0];
+  s.rope.resize(tables * g.T * half * 2);
+  const float scale = spec_.embed_scale;
+  for (std::size_t r = g.r0; r < g.r1; ++r)
+    for (std::uint64_t t = g.token_offset[r]; t < g.token_offset[r + 1]; ++t) {
+      float* row = x + (t - t0) * D;
+      const float* e = embed_.data() + std::size_t(g.ids[t]) * D;
+      const std::size_t pos = t - g.token_offset[r];
+      if (!positions_.empty()) {
+        const float* p = positions_.data() + pos * D;
+        for (std::size_t i = 0; i < D; ++i) row[i] = e[i] + p[i];
+      } else if (scale != 1.0f) {
+        for (std::size_t i = 0; i < D; ++i) row[i] = e[i] * scale;
+      } else {
+        std::copy(e, e + D, row);
+      }
+      for (std::size_t k = 0; k < tables; ++k) {
+        const RopeTable& rt = spec_.rope[k];
+        float* cs = s.rope.data() + (k * g.T + (t - t0)) * half * 2;
+        const bool long_report = rt.long_after && g.token_offset[r + 1] - g.token_offset[r] > rt.long_after;
+        const float* inv = (long_report ? rt.long_inv_freq : rt.inv_freq).data();
+        for (std::size_t i = 0; i < half; ++i) {
+          const float a = static_cast<float>(pos) * inv[i];
+          cs[2 * i] = static_cast<float>(std::cos(double(a)));
+          cs[2 * i + 1] = static_cast<float>(std::sin(double(a)));
+          if (rt.cos_sin_scale != 1.0f) cs[2 * i] *= rt.cos_sin_scale, cs[2 * i + 1] *= rt.cos_sin_scale;
+        }
+      }
+    }
+}
+
+/// RMS norms of Q and K in place: per head (dh-wide blocks, one weight [dh]) or over the full width.
+void TableDecoder::qk_norms(const Layer& L, float* qkv, std::size_t T) const {
+  const std::size_t ld = qkv_ld(), dh = shape_.head_dim, Q = std::size_t(shape_.heads) * dh;
+  const bool full = spec_.family->qk_norm_full_width;
+  const std::size_t w = full ? Q : dh, n = full ? 1 : shape_.heads;
+  // (The K copies' mean square over H·dh equals the key/value heads' over KV·dh: each is repeated H/KV times.)
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t part = 0; part < 2; ++part)
+      for (std::size_t b = 0; b < n; ++b) {
+        float* v = qkv + t * ld + part * Q + b * w;
+        rms_norm_rows(v, v, 1, w, (part ? L.k_norm : L.q_norm).data(), spec_.eps);
+      }
+}
+
+void TableDecoder::project(const Group& g, std::size_t l, const float* x, ModelScratch& s) const {
+  const std::size_t D = shape_.hidden, T = g.T, ld = qkv_ld(), dh = shape_.head_dim, half = spec_.rotary_dims / 2;
+  const Layer& L = layers_[l];
+  const float* in = x;
+  if (L.attn_in.on()) {
+    s.h1.resize(T * D);
+    norm(g.level, L.attn_in, x, s.h1.data(), T);
+    in = s.h1.data();
+  }
+  kernels::project_rows(g.level, in, D, T, D, L.qkv.get(), ld, s.qkv.data(), ld);
+  if (!L.q_norm.empty()) qk_norms(L, s.qkv.data(), T);
+  // RoPE on every query head and every K copy (rotate_half: pairs (i, i + rotary_dims/2); the
+  // dims past rotary_dims pass through).
+  const std::size_t blocks = 2 * std::size_t(shape_.heads);
+  const float* table = s.rope.data() + (spec_.rope.empty() ? 0 : spec_.rope_of[l]) * T * half * 2;
+  for (std::size_t t = 0; half && t < T; ++t) {
+    const float* cs = table + t * half * 2;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      float* v = s.qkv.data() + t * ld + b * dh;
+      for (std::size_t i = 0; i < half; ++i) {
+        const float x1 = v[i], x2 = v[i + half], c = cs[2 * i], sn = cs[2 * i + 1];
+        v[i] = x1 * c - x2 * sn;
+        v[i + half] = x2 * c + x1 * sn;
+      }
+    }
+  }
+  // scores / √query_pre_attn_scalar from the kernel's 1/√head_dim: Q scaled (the baseline's too).
+  if (spec_.query_scale != 1.0f)
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t i = 0; i < std::size_t(shape_.heads) * dh; ++i) s.qkv[t * ld + i] *= spec_.query_scale;
+}
+
+// Mixtral's routed experts, as transformers: router logits, softmax in f32, the top k (ties to
+// the lower index), their weights renormalised to sum 1; out = Σ_e w_e · down_e(silu(gate_e) · up_e),
+// experts in index order from 0, each over the tokens routed to it.
+void TableDecoder::experts(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const {
+  const std::size_t D = shape_.hidden, I = intermediate_, T = g.T, E = spec_.experts, K = spec_.experts_per_token;
+  std::vector<float> logits(T * E), xin(in, in + T * D), rows, ys;
+  kernels::project_rows(g.level, xin.data(), D, T, D, L.router.get(), E, logits.data(), E);
+  std::vector<std::vector<std::pair<std::size_t, float>>> routed(E);  // per expert: (token, weight)
+  std::vector<std::size_t> order(E);
+  for (std::size_t t = 0; t < T; ++t) {
+    float* p = logits.data() + t * E;
+    const float mx = *std::max_element(p, p + E);
+    float z = 0;
+    for (std::size_t e = 0; e < E; ++e) z += p[e] = std::exp(p[e] - mx);
+    for (std::size_t e = 0; e < E; ++e) p[e] /= z;
+    for (std::size_t e = 0; e < E; ++e) order[e] = e;
+    std::partial_sort(order.begin(), order.begin() + K, order.end(),
+                      [&](std::size_t a, std::size_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    float sum = 0;
+    for (std::size_t k = 0; k < K; ++k) sum += p[order[k]];
+    for (std::size_t k = 0; k < K; ++k) routed[order[k]].emplace_back(t, p[order[k]] / sum);
+  }
+  std::fill(out, out + T * D, 0.0f);
+  for (std::size_t e = 0; e < E; ++e) {
+    const std::size_t n = routed[e].size();
+    if (!n) continue;
+    rows.resize(n * D);
+    for (std::size_t i = 0; i < n; ++i) std::copy_n(xin.data() + routed[e][i].first * D, D, rows.data() + i * D);
+    s.inter.resize(n * 3 * I);
+    float* gu = s.inter.data() + n * I;
+    kernels::project_rows(g.level, rows.data(), D, n, D, L.expert_up[e].get(), 2 * I, gu, 2 * I);
+    swiglu_rows(gu, s.inter.data(), n, I);
+    ys.resize(n * D);
+    kernels::project_rows(g.level, s.inter.data(), I, n, I, L.expert_down[e].get(), D, ys.data(), D);
+    for (std::size_t i = 0; i < n; ++i) {
+      float* o = out + routed[e][i].first * D;
+      for (std::size_t d = 0; d < D; ++d) o[d] += ys[i * D + d] * routed[e][i].second;
+    }
+  }
+}
+
+void TableDecoder::mlp(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const {
+  const std::size_t D = shape_.hidden, I = intermediate_, T = g.T;
+  if (spec_.experts) return experts(g, L, in, out, s);
+  if (!spec_.family->gated) {
+    s.inter.resize(T * I);
+    kernels::project_rows(g.level, in, D, T, D, L.up.get(), I, s.inter.data(), I);
+    if (spec_.act == Activation::gelu_tanh) gelu_tanh_inplace(s.inter.data(), T * I);
+    else gelu_inplace(s.inter.data(), T * I);  // (SiLU without a gate is refused at load)
+  } else {
+    s.inter.resize(T * 3 * I);
+    float* gu = s.inter.data() + T * I;
+    kernels::project_rows(g.level, in, D, T, D, L.up.get(), 2 * I, gu, 2 * I);
+    if (spec_.act == Activation::silu) swiglu_rows(gu, s.inter.data(), T, I);
+    else geglu_rows(spec_.act == Activation::gelu_tanh, gu, s.inter.data(), T, I);
+  }
+  kernels::project_rows(g.level, s.inter.data(), I, T, I, L.down.get(), D, out, D);
+}
+
+void TableDecoder::finish_layer(const Group& g, std::size_t l, float* x, ModelScratch& s) const {
+  const std::size_t D = shape_.hidden, T = g.T, Q = std::size_t(shape_.heads) * shape_.head_dim;
+  const Layer& L = layers_[l];
+  s.h1.resize(T * D);
+  s.h2.resize(T * D);
+  float* a = s.h1.data();
+  float* m = s.h2.data();
+  kernels::project_rows(g.level, s.ctx.data(), Q, T, Q, L.out.get(), D, a, D);
+  if (L.attn_out.on()) norm(g.level, L.attn_out, a, a, T);
+  if (spec_.parallel) {  // GPT-NeoX: mlp_output + attn_output + hidden_states
+    mlp(g, L, L.mlp_in.on() ? (norm(g.level, L.mlp_in, x, m, T), m) : x, m, s);
+    for (std::size_t i = 0; i < T * D; ++i) x[i] = (m[i] + a[i]) + x[i];
+    return;
+  }
+  for (std::size_t i = 0; i < T * D; ++i) x[i] += a[i];
+  const float* in = x;
+  if (L.mlp_in.on()) norm(g.level, L.mlp_in, x, m, T), in = m;
+  mlp(g, L, in, m, s);
+  if (L.mlp_out.on()) norm(g.level, L.mlp_out, m, m, T);
+  for (std::size_t i = 0; i < T * D; ++i) x[i] += m[i];
+}
+
+}  // namespace
+
+std::unique_ptr<Architecture> load_table_decoder(const std::filesystem::path& dir, DecoderSpec spec) {
+  return std::make_unique<TableDecoder>(dir, std::move(spec));
+}
+
+}  // namespace headsep::model
