@@ -35,6 +35,7 @@
 
 #include "headsep/axes.hpp"
 #include "headsep/architecture.hpp"
+#include "headsep/context_axes.hpp"
 #include "headsep/kernels.hpp"
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
@@ -75,6 +76,9 @@ struct ModelRunOptions {
   std::uint32_t max_tokens = 0;
   std::string max_tokens_from;
   bool progress = false;  ///< progress bar on stderr, as RunOptions::progress (callers check it is a terminal)
+  /// Semantic and direction axes (headsep/context_axes.hpp), after the AxisMap's axes in every
+  /// output (rows, summary, maps): their values come from the model, not from feature columns.
+  ModelAxes model_axes;
   /// As RunOptions::stop: set to true from any thread, the input stage takes no further batch and
   /// run_model throws Interrupted (the Python module on Ctrl-C). Null: never stopped.
   const std::atomic<bool>* stop = nullptr;
@@ -98,6 +102,9 @@ struct ModelSummary {
     /// Reports whose text had no token ([CLS] [SEP] only: measured like any report, docs/MODEL.md)
     /// and reports cut at the truncation length, from the source's text_status feature.
     std::uint64_t empty_reports = 0, truncated_reports = 0;
+    /// Tokens whose value is 0 on every axis (direction axes count as a value: h · u is 0 only by
+    /// accident), the "no silent zeros" check (docs/METRICS.md).
+    std::uint64_t tokens_without_axis_value = 0;
     // Sums over reports (means = sum / reports).
     std::vector<double> head;   ///< [(l*(H+1) + h)*kHeadStats + s]
     std::vector<double> ctx;    ///< [(l*(H+1) + h)*C + c]
@@ -135,8 +142,8 @@ struct ModelSummary {
 /// integer of the vocabulary, a report over the model's positions).
 ModelSummary run_model(ReportSource& source, const Architecture& model, const AxisMap& axes, const ModelRunOptions& options);
 
-/// What a sink of ModelRunOptions::sinks needs up front (make_writer's RunInfo): the axes, the
-/// model's heads per layer, attention statistics, its layers.
-RunInfo model_run_info(const Architecture& model, const AxisMap& axes);
+/// What a sink of ModelRunOptions::sinks needs up front (make_writer's RunInfo): the axes (the
+/// AxisMap's, then `model_axes`'), the model's heads per layer, attention statistics, its layers.
+RunInfo model_run_info(const Architecture& model, const AxisMap& axes, const ModelAxes& model_axes = {});
 
 }  // namespace headsep

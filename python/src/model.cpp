@@ -120,7 +120,9 @@ std::unique_ptr<ModelRunResult> model_run(job::JobArgs a, const ModelKeep& keep)
   res->summary = std::make_unique<ModelSummary>();
   res->origin = job::model_provenance(a, *mj, 1);
   ModelRunOptions& mo = mj->options;
-  if (keep.rows) res->rows = std::make_unique<RowColumns>(model_run_info(*mj->model, *mj->axes)), mo.sinks.push_back(res->rows.get());
+  if (keep.rows)
+    res->rows = std::make_unique<RowColumns>(model_run_info(*mj->model, *mj->axes, mo.model_axes)),
+    mo.sinks.push_back(res->rows.get());
   ModelMapSink maps;
   if (keep.maps()) {
     if (keep.all_maps) mo.dump_reports = [](const ReportBatch&, std::size_t) { return true; };
@@ -162,8 +164,20 @@ void bind_model(nb::module_& m) {
       "_model_run",
       [](std::string model, std::string scenario, std::vector<std::string> params, std::string axes,
          std::vector<std::string> plugin_dirs, unsigned threads, std::size_t chunk, std::size_t top, bool rows,
-         bool report, nb::handle maps, std::vector<std::int64_t> map_layers, std::string command_line) {
+         bool report, nb::handle maps, std::vector<std::int64_t> map_layers, std::string command_line,
+         std::string semantic_path, std::string semantic_json, std::string direction_path,
+         std::vector<std::string> direction_names, std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>> directions,
+         std::string token_axes) {
         job::JobArgs a;
+        a.semantic_axes = std::move(semantic_path), a.semantic_json = std::move(semantic_json);
+        a.direction_axes = std::move(direction_path), a.token_axes = std::move(token_axes);
+        for (std::size_t k = 0; k < directions.size() && k < direction_names.size(); ++k) {  // direction_axes={name: array}
+          const auto& d = directions[k];
+          DirectionTensor t{direction_names[k], {}, {}};
+          for (std::size_t i = 0; i < d.ndim(); ++i) t.shape.push_back(d.shape(i));
+          t.values.assign(d.data(), d.data() + d.size());
+          a.directions.push_back(std::move(t));
+        }
         a.model = std::move(model);
         a.scenario = std::move(scenario);
         a.params = std::move(params);
@@ -191,7 +205,10 @@ void bind_model(nb::module_& m) {
       },
       nb::arg("model"), nb::arg("scenario"), nb::arg("params"), nb::arg("axes"), nb::arg("plugin_dirs"),
       nb::arg("threads"), nb::arg("chunk"), nb::arg("top"), nb::arg("rows"), nb::arg("report"), nb::arg("maps").none(),
-      nb::arg("map_layers"), nb::arg("command_line"),
+      nb::arg("map_layers"), nb::arg("command_line"), nb::arg("semantic_path") = "", nb::arg("semantic_json") = "",
+      nb::arg("direction_path") = "", nb::arg("direction_names") = std::vector<std::string>{},
+      nb::arg("directions") = std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>{},
+      nb::arg("token_axes") = "",
       "The engine run behind headsep.model(path).run.");
 }
 

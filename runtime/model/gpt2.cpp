@@ -28,6 +28,8 @@ class Gpt2 final : public Decoder {
     return 4 * D * D + 2 * D * I;
   }
 
+  const float* input_embeddings() const noexcept override { return wte_.data(); }
+
   double eps_ = 1e-5;
   std::vector<float> wte_, wpe_, lnf_g_, lnf_b_;
   std::vector<Layer> layers_;

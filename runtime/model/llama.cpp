@@ -33,6 +33,8 @@ class Llama final : public Decoder {
   void read_sliding_window(const json& j, const std::string& file);
   void load_layers(const FolderWeights& w, bool qkv_bias, bool o_bias);
 
+  const float* input_embeddings() const noexcept override { return embed_.data(); }
+
   double eps_ = 1e-6;
   std::vector<float> inv_freq_;  // per rotary pair i < head_dim/2
   std::vector<float> embed_, norm_;
