@@ -149,7 +149,7 @@ TEST_CASE("empty and whitespace-only texts in the middle of a batch: [CLS] [SEP]
   CHECK_THAT(err, Catch::Contains("headsep: note: 3 of 5 reports have an empty or whitespace-only text"));
   const auto [k, err2] = run(without, "--chunk 5", tmp.file("s2.json"));
   CHECK(sc["tokens"] == k["scenarios"][0]["tokens"].get<std::uint64_t>() + 3 * 2);
-  CHECK(err2.empty());
+  CHECK_THAT(err2, !Catch::Contains("note:"));  // (the lexicon leaves most tokens 0: the axes' warning only)
   // Every report is listed in the top; the empty ones have no context on any axis, so separation 0.
   std::map<std::string, double> top;
   for (const auto& t : sc["top"]) top[t["report_id"]] = t["separation"];
