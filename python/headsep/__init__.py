@@ -223,8 +223,8 @@ class Model:
             CSV ``word,AXIS1,...`` giving words' context-axis values (default: the built-in
             ops lexicon).
         axes : str or dict, optional
-            Context axes from the lexicon's columns (default: the model's three relations, unless
-            another axis source is given).
+            Context axes from the lexicon's columns (default, when no axis source is given: the
+            lexicon's three relations with ``lexicon=``, else the token classes).
         semantic_axes : path or dict, optional
             Semantic axes from pole words, ``{"certainty": {"plus": [...], "minus": [...]}}`` or a
             JSON file of that form (``--semantic-axes``; docs/METRICS.md).

@@ -19,9 +19,12 @@ bool other_sources(const JobArgs& a) {
          !a.token_axes.empty();
 }
 
-/// The feature axes: --axes as given (the lexicon's three when kept and no other source is named),
-/// then the token classes --token-axes names ("all" or a comma list).
-std::string feature_axes(const JobArgs& a) {
+/// The feature axes: --axes as given, then the token classes --token-axes names ("all" or a comma
+/// list). When the job names no axis at all: the lexicon's three, except for `own_text` (the text
+/// generator without -p lexicon: a user's corpus, where the built-in operations lexicon would leave
+/// almost every token 0) the token classes, which every text has (docs/METRICS.md).
+std::string feature_axes(const JobArgs& a, bool own_text) {
+  if (a.axes == kSeedAxes && !other_sources(a) && own_text) return "position=position;punctuation=punctuation;word_start=word_start";
   std::string spec = a.axes != kSeedAxes ? a.axes : other_sources(a) ? "" : kLexiconAxes;
   if (a.token_axes.empty()) return spec;
   std::vector<std::string> names;
@@ -75,9 +78,9 @@ ModelJob open_model_job(const JobArgs& a, bool report, const std::filesystem::pa
   if (!a.input.empty()) throw UsageError("--model reads text reports: --scenario text -p path=FILE, or --scenario ops-text");
   if (a.scenario.empty()) throw UsageError("--model needs --scenario text (-p path=FILE) or --scenario ops-text");
   ModelJob job;
-  job.axes_spec = feature_axes(a);
-  // No feature axis: the model's own axes only (parse_axes refuses an empty spec).
-  std::vector<AxisSpec> specs = job.axes_spec.empty() ? std::vector<AxisSpec>{} : parse_axes(job.axes_spec);
+  // No feature axis: the model's own axes only (parse_axes refuses an empty spec). Usage errors
+  // first; the default (own_text) once the scenario plugin is known.
+  if (const std::string spec = feature_axes(a, false); !spec.empty()) parse_axes(spec);
   job.run = run_options(a);
   job.model = load_model(a.model);  // every model error before anything is opened or written
   PluginRegistry registry = load_registry(a.plugin_dirs, builtin);
@@ -88,6 +91,8 @@ ModelJob open_model_job(const JobArgs& a, bool report, const std::filesystem::pa
   // that the summary's top ids do not depend on which outputs were asked for.
   if (declares(sp, "names") && !given(params, sp, "names")) params.push_back(sp.name + ".names=true");
   const PluginInfo none = no_weighting();
+  job.axes_spec = feature_axes(a, sp.name == "text" && !given(params, sp, "lexicon"));
+  std::vector<AxisSpec> specs = job.axes_spec.empty() ? std::vector<AxisSpec>{} : parse_axes(job.axes_spec);
   auto [sparams, wparams] = split_params(params, sp, none);
   if (declares(sp, "max_tokens")) {  // the generator's truncation (docs/MODEL.md): refused by name before it opens
     const PluginParams resolved = resolve_params(sp, sparams);

@@ -187,6 +187,13 @@ TEST_CASE("no silent zeros: a run whose tokens are mostly 0 on every axis warns 
   json sum = json::parse(std::ifstream(tmp.file("s.json")));
   CHECK(sum["scenarios"][0]["tokens"] == 60);
   CHECK(sum["scenarios"][0]["tokens_without_axis_value"] == 59);
+  // The text generator without a lexicon and without axis options: the token classes by default.
+  r = testutil::run_cli(base);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, !Catch::Contains("warning"));
+  sum = json::parse(std::ifstream(tmp.file("s.json")));
+  CHECK(sum["axes"] == json({"position", "punctuation", "word_start"}));
+  CHECK(sum["run"]["axes"]["sources"]["word_start"] == "token class");
   // With the token classes only [CLS] (position 0, no word) is 0 on every axis: no warning.
   r = testutil::run_cli(base + " --token-axes all");
   REQUIRE(r.status == 0);
