@@ -50,7 +50,7 @@ declare -A args=(
 )
 variants=(lexicon semantic+direction all)
 for v in "${variants[@]}"; do : >"$TMP/$v.run" && : >"$TMP/$v.wall"; done
-"$CLI" "${base[@]}" >/dev/null  # warm the page cache
+"$CLI" "${base[@]}" >/dev/null 2>&1  # warm the page cache
 for ((i = 0; i < REPS; ++i)); do
   for v in "${variants[@]}"; do
     read -r -a extra <<<"${args[$v]}"
