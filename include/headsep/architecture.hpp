@@ -46,7 +46,18 @@ struct ModelShape {
 /// Per-thread working memory of a forward pass, reused across calls.
 struct ModelScratch {
   std::vector<float> x, qkv, ctx, h1, h2, inter, heads_out, rope;
+  std::vector<float> direction;  ///< a group's direction-axis values at the current layer
   AttentionScratch attention;
+};
+
+/// Direction axes (docs/METRICS.md): the last `count` of a forward's context axes are not given per
+/// token but computed at each layer l from the residual stream entering it, value(t) = h_l(t) · u_l
+/// (h_l = transformers' hidden_states[l]), the product summed in double and rounded to f32.
+/// `u` holds [layers][count][hidden]. Every family computes them in the shared attend step
+/// (model::attend_reports), so a token's value never depends on its group.
+struct DirectionAxes {
+  std::uint32_t count = 0;
+  const float* u = nullptr;
 };
 
 class Architecture {
@@ -61,13 +72,18 @@ class Architecture {
   /// pair_stats when H > 1, context with axes; stride >= n_reports; `output` unused). Optional:
   /// `hidden` [token][hidden] gets the last hidden state, `all_hidden` (layers+1 blocks, block 0
   /// the embeddings) every one, as transformers' output_hidden_states (decoders: the last after
-  /// the final norm). Throws Error for an id outside the vocabulary or a report over
+  /// the final norm). `directions`: the last directions->count of the `axes` are direction axes
+  /// (their `axis` entries unused). Throws Error for an id outside the vocabulary or a report over
   /// max_positions. Thread-safe (const) with distinct scratch; results never depend on which
   /// reports share a call.
   virtual void forward(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t n_reports,
                        std::uint32_t axes, const float* const* axis, SimdLevel level,
                        const std::vector<AttentionOut>& layers, float* hidden, ModelScratch& scratch,
-                       float* all_hidden = nullptr) const = 0;
+                       float* all_hidden = nullptr, const DirectionAxes* directions = nullptr) const = 0;
+
+  /// The token embedding table [vocab_size][hidden] (before positions or norms): the semantic
+  /// axes' vectors (docs/METRICS.md).
+  virtual const float* input_embeddings() const noexcept = 0;
 
   /// Multiply-adds x 2 of one forward pass over reports of these lengths (products and the
   /// attention of heads 1..H; baseline and metrics not counted), for GFLOP/s.

@@ -76,7 +76,9 @@ class BertModel final : public Architecture {
   /// the vocabulary or a report is longer than max_positions. Thread-safe (const) with distinct scratch.
   void forward(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t n_reports, std::uint32_t axes,
                const float* const* axis, SimdLevel level, const std::vector<BertLayerOut>& layers, float* hidden,
-               BertScratch& scratch, float* all_hidden = nullptr) const override;
+               BertScratch& scratch, float* all_hidden = nullptr,
+               const DirectionAxes* directions = nullptr) const override;
+  const float* input_embeddings() const noexcept override { return word_.data(); }
 
   /// Multiply-adds x 2 of one forward pass over reports of these lengths (the products and the
   /// attention of heads 1..H; the baseline and metrics not counted), for GFLOP/s.
@@ -89,7 +91,8 @@ class BertModel final : public Architecture {
   };
   void run_group(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
                  std::uint32_t axes, const float* const* axis, SimdLevel level, const std::vector<BertLayerOut>& layers,
-                 float* hidden, float* all_hidden, std::size_t total_tokens, BertScratch& s) const;
+                 float* hidden, float* all_hidden, std::size_t total_tokens, const DirectionAxes* directions,
+                 BertScratch& s) const;
 
   BertConfig cfg_;
   ModelShape shape_;

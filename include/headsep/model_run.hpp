@@ -35,6 +35,7 @@
 
 #include "headsep/axes.hpp"
 #include "headsep/architecture.hpp"
+#include "headsep/context_axes.hpp"
 #include "headsep/kernels.hpp"
 #include "headsep/run.hpp"
 #include "headsep/source.hpp"
@@ -78,6 +79,9 @@ struct ModelRunOptions {
   /// "<s>"), for the run's note on empty reports; empty when unknown or when it adds none.
   std::string empty_text_tokens;
   bool progress = false;  ///< progress bar on stderr, as RunOptions::progress (callers check it is a terminal)
+  /// Semantic and direction axes (headsep/context_axes.hpp), after the AxisMap's axes in every
+  /// output (rows, summary, maps): their values come from the model, not from feature columns.
+  ModelAxes model_axes;
   /// As RunOptions::stop: set to true from any thread, the input stage takes no further batch and
   /// run_model throws Interrupted (the Python module on Ctrl-C). Null: never stopped.
   const std::atomic<bool>* stop = nullptr;
@@ -101,6 +105,9 @@ struct ModelSummary {
     /// Reports whose text had no token ([CLS] [SEP] only: measured like any report, docs/MODEL.md)
     /// and reports cut at the truncation length, from the source's text_status feature.
     std::uint64_t empty_reports = 0, truncated_reports = 0;
+    /// Tokens whose value is 0 on every axis (direction axes count as a value: h · u is 0 only by
+    /// accident), the "no silent zeros" check (docs/METRICS.md).
+    std::uint64_t tokens_without_axis_value = 0;
     // Sums over reports (means = sum / reports).
     std::vector<double> head;   ///< [(l*(H+1) + h)*kHeadStats + s]
     std::vector<double> ctx;    ///< [(l*(H+1) + h)*C + c]
@@ -139,8 +146,8 @@ struct ModelSummary {
 /// integer of the vocabulary, a report over the model's positions).
 ModelSummary run_model(ReportSource& source, const Architecture& model, const AxisMap& axes, const ModelRunOptions& options);
 
-/// What a sink of ModelRunOptions::sinks needs up front (make_writer's RunInfo): the axes, the
-/// model's heads per layer, attention statistics, its layers.
-RunInfo model_run_info(const Architecture& model, const AxisMap& axes);
+/// What a sink of ModelRunOptions::sinks needs up front (make_writer's RunInfo): the axes (the
+/// AxisMap's, then `model_axes`'), the model's heads per layer, attention statistics, its layers.
+RunInfo model_run_info(const Architecture& model, const AxisMap& axes, const ModelAxes& model_axes = {});
 
 }  // namespace headsep

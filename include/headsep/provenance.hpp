@@ -45,6 +45,9 @@ struct RunProvenance {
   std::string precision;               ///< "f64", "f32" or "attention f32, metrics summed in f64"
   std::string axes;                    ///< the axes as given (the --axes grammar)
   std::vector<std::string> axis_names;
+  /// Where each axis's values come from (run --model: "lexicon", "token class", "semantic FILE",
+  /// "direction FILE"; docs/METRICS.md), in axis order; empty: not written.
+  std::vector<std::pair<std::string, std::string>> axis_sources;
   /// Options that change what the summary holds (top, bins, a sweep's vary, ...), as given.
   std::vector<std::pair<std::string, std::string>> options;
   struct Execution {

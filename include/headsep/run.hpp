@@ -86,6 +86,9 @@ struct BatchResult {
   std::vector<std::uint32_t> token_ids;
   /// A model run over a text generator: per report 0, 1 (truncated) or 2 (empty text); else empty.
   std::vector<std::uint8_t> report_status;
+  /// A model run's (run_model): the chunk's tokens 0 on every axis (ModelSummary's
+  /// tokens_without_axis_value), counted where the chunk was computed.
+  std::uint64_t tokens_without_axis_value = 0;
 };
 
 /// Per-batch scratch a sink fills in the parallel stage and reads back in the serial stage.

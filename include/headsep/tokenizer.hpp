@@ -55,6 +55,11 @@ class TextTokenizer {
   virtual const char* kind() const noexcept = 0;
 };
 
+/// Whether a word (Encoding::words) is punctuation only: non-empty, every character Unicode
+/// punctuation (P*) or an ASCII symbol BERT counts as punctuation (!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~).
+/// The token-class axis `punctuation` (docs/METRICS.md); false for text that is not valid UTF-8.
+bool punctuation_word(std::string_view utf8) noexcept;
+
 /// Reads a Hugging Face tokenizer.json (its text: `bytes`; `name` names it in messages) into a
 /// tokenizer cutting texts at `max_length` tokens. Throws Error naming the file and the JSON path
 /// of a component headsep does not implement (`tok.json: normalizer.type 'Precompiled' is not

@@ -7,6 +7,9 @@
 // so `Café` and `cafe` are one entry; an entry must be one word after that. Every token of a word
 // gets the word's values; words not in the lexicon, [CLS] and [SEP] get 0. BPE models: a word is
 // a pre-tokenizer piece without its marker (Ġ / ▁), case kept (docs/MODEL.md).
+// After the lexicon's, the token-class features (headsep/context_axes.hpp, docs/METRICS.md):
+// position j / (n − 1), punctuation (the token's word is punctuation only), word_start (the first
+// token of a word) — axes any text has, whatever its lexicon hits.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -23,7 +26,9 @@
 
 #include "headsep/error.hpp"
 #include "headsep/plugin_sdk.hpp"
+#include "headsep/context_axes.hpp"
 #include "headsep/model_tokenizer.hpp"
+#include "headsep/tokenizer.hpp"
 
 namespace headsep_text {
 
@@ -155,10 +160,11 @@ class Tokenizer {
   }
 
   const std::vector<std::string>& axes() const noexcept { return axes_; }
-  /// Features: token_id, text_status, then the lexicon's axes.
+  /// Features: token_id, text_status, the lexicon's axes, then the token classes'.
   std::vector<std::string> features() const {
     std::vector<std::string> f{"token_id", "text_status"};
     f.insert(f.end(), axes_.begin(), axes_.end());
+    for (auto n : headsep::kTokenAxes) f.emplace_back(n);
     return f;
   }
   /// The model's tokenizer (WordPiece or BPE, headsep/tokenizer.hpp).
@@ -195,9 +201,13 @@ class Tokenizer {
         if (f.size() < 2 || f[0] != "word")
           throw PluginError(where + "the lexicon's header must be 'word,AXIS1,AXIS2,...'");
         axes_.assign(f.begin() + 1, f.end());
-        for (const auto& a : axes_)
-          if (a.empty() || a == "token_id" || a == "text_status")
-            throw PluginError(where + "axis names must be non-empty and not 'token_id' or 'text_status'");
+        for (const auto& a : axes_) {
+          bool token_axis = false;
+          for (auto n : headsep::kTokenAxes) token_axis = token_axis || a == n;
+          if (a.empty() || a == "token_id" || a == "text_status" || token_axis)
+            throw PluginError(where + "axis names must be non-empty and not 'token_id', 'text_status' or a token-class "
+                              "axis (position, punctuation, word_start)");
+        }
         continue;
       }
       if (f.size() != axes_.size() + 1)
@@ -246,15 +256,16 @@ struct ChunkBuilder {
   std::vector<std::uint64_t> offsets{0};
   std::vector<std::uint32_t> ids;
   std::vector<double> status;             // text_status per token
-  std::vector<std::vector<double>> axis;  // [axis][token]
+  std::vector<std::vector<double>> axis;  // [axis][token]: the lexicon's, then the token classes'
   std::vector<std::string> tokens;        // names (when asked)
   headsep::Encoding enc;
 
-  void reset(std::size_t axes) {
+  static constexpr std::size_t kTokenAxisCount = std::size(headsep::kTokenAxes);
+  void reset(std::size_t lexicon_axes) {
     offsets.assign(1, 0);
     ids.clear();
     status.clear();
-    axis.assign(axes, {});
+    axis.assign(lexicon_axes + kTokenAxisCount, {});
     tokens.clear();
   }
   /// Appends the encoding just made in `enc`.
@@ -262,11 +273,18 @@ struct ChunkBuilder {
     // Empty: no token of a word (WordPiece: [CLS] [SEP] only; BPE: the template's, whitespace, specials).
     const bool empty = std::all_of(enc.word.begin(), enc.word.end(), [](std::uint32_t w) { return w == headsep::Encoding::kNoWord; });
     const double st = enc.truncated ? kTruncated : empty ? kEmpty : 0.0;  // (max_tokens=2: truncated)
-    for (std::size_t i = 0; i < enc.ids.size(); ++i) {
+    const std::size_t n = enc.ids.size(), lex = axis.size() - kTokenAxisCount;
+    for (std::size_t i = 0; i < n; ++i) {
       ids.push_back(enc.ids[i]);
       status.push_back(st);
       const double* v = tk.values(enc, i);
-      for (std::size_t a = 0; a < axis.size(); ++a) axis[a].push_back(v ? v[a] : 0.0);
+      for (std::size_t a = 0; a < lex; ++a) axis[a].push_back(v ? v[a] : 0.0);
+      const std::uint32_t w = enc.word[i];
+      const bool word = w != headsep::Encoding::kNoWord;
+      // f32 as the model reads it: j / (n - 1) rounded once.
+      axis[lex].push_back(n > 1 ? double(static_cast<float>(double(i) / double(n - 1))) : 0.0);
+      axis[lex + 1].push_back(word && headsep::punctuation_word(enc.words[w]) ? 1.0 : 0.0);
+      axis[lex + 2].push_back(word && (i == 0 || enc.word[i - 1] != w) ? 1.0 : 0.0);
       if (names) tokens.push_back(tk.tokenizer().token(enc.ids[i]));
     }
     offsets.push_back(ids.size());

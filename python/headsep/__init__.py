@@ -307,7 +307,8 @@ class Model:
         return out[0] if one else out
 
     def run(self, texts, *, lexicon=None, axes=None, threads=None, maps=None, map_layers=None, rows=True,
-            report=True, top=None, chunk=None, plugin_dirs=None, progress=None) -> ModelResult:
+            report=True, top=None, chunk=None, plugin_dirs=None, progress=None, semantic_axes=None,
+            direction_axes=None, token_axes=None) -> ModelResult:
         """Every (layer, head) of the model measured on text reports: ``headsep run --model``.
 
         Parameters
@@ -319,7 +320,16 @@ class Model:
             CSV ``word,AXIS1,...`` giving words' context-axis values (default: the built-in
             ops lexicon). A lexicon of other axes needs ``axes=`` naming them (the error says which).
         axes : str or dict, optional
-            Context axes (default: the model's three relations).
+            Context axes from the lexicon's columns (default, when no axis source is given: the
+            lexicon's three relations with ``lexicon=``, else the token classes).
+        semantic_axes : path or dict, optional
+            Semantic axes from pole words, ``{"certainty": {"plus": [...], "minus": [...]}}`` or a
+            JSON file of that form (``--semantic-axes``; docs/METRICS.md).
+        direction_axes : path or dict, optional
+            Direction axes: a safetensors file, or ``{name: array}`` of NumPy arrays / torch
+            tensors, each [hidden] or [layers, hidden] (``--direction-axes``).
+        token_axes : bool, str or sequence of str, optional
+            Token-class axes: True for all (position, punctuation, word_start), or their names.
         threads : int, optional
             Worker threads (default: all cores). Results do not depend on it.
         maps : bool or sequence of int, optional
@@ -369,12 +379,53 @@ class Model:
                 core = _headsep._model_run(self._core, "text", params, _axes(axes), _dirs(plugin_dirs),
                                            _threads(threads), _count("chunk", chunk, 1),
                                            10 if top is None else _count("top", top), bool(rows), bool(report),
-                                           sel, layers, command, n, _progress(progress))
+                                           sel, layers, command, n, _progress(progress),
+                                           **_model_axes(semantic_axes, direction_axes, token_axes))
             except Error as e:
                 raise _located(e, fd, keys, records) from None
         finally:
             _os.close(fd)
-        return ModelResult(core)
+        result = ModelResult(core)
+        _warn_axis_coverage(result.summary)
+        return result
+
+
+def _model_axes(semantic_axes, direction_axes, token_axes) -> dict:
+    # The semantic, direction and token-class axes as _model_run takes them (docs/METRICS.md).
+    out = {}
+    if isinstance(semantic_axes, dict):
+        out["semantic_json"] = _json.dumps(semantic_axes, ensure_ascii=False)
+    elif semantic_axes is not None:
+        out["semantic_path"] = _os.fspath(semantic_axes)
+    if isinstance(direction_axes, dict):
+        import numpy as np
+        names, arrays = [], []
+        for name, v in direction_axes.items():
+            if hasattr(v, "detach"):  # a torch tensor
+                v = v.detach().cpu().float().numpy()
+            names.append(str(name))
+            arrays.append(np.ascontiguousarray(np.asarray(v, dtype=np.float32)))
+        out["direction_names"], out["directions"] = names, arrays
+    elif direction_axes is not None:
+        out["direction_path"] = _os.fspath(direction_axes)
+    if token_axes is True:
+        out["token_axes"] = "all"
+    elif isinstance(token_axes, str):
+        out["token_axes"] = token_axes
+    elif token_axes not in (None, False):
+        out["token_axes"] = ",".join(token_axes)
+    return out
+
+
+def _warn_axis_coverage(summary):
+    # No silent zeros: as the CLI's warning line when over half of the tokens are 0 on every axis.
+    tokens = sum(sc["tokens"] for sc in summary["scenarios"])
+    without = sum(sc.get("tokens_without_axis_value", 0) for sc in summary["scenarios"])
+    if tokens and 2 * without > tokens:
+        import warnings
+        warnings.warn(f"{100 * without / tokens:.0f} % of the tokens ({without} of {tokens}) are 0 on every axis, so "
+                      "most contexts and separations are 0: pass token_axes=True, semantic_axes= or direction_axes= "
+                      "(docs/METRICS.md)", stacklevel=3)
 
 
 def _located(e: Exception, fd: int, keys: list, records: list[dict]) -> Exception:

@@ -55,7 +55,10 @@ class Model:
             lexicon: _Path | None = None, axes: str | Mapping[str, str] | None = None, threads: int | None = None,
             maps: bool | Sequence[int] | None = None, map_layers: Sequence[int] | None = None, rows: bool = True,
             report: bool = True, top: int | None = None, chunk: int | None = None,
-            plugin_dirs: _Path | Iterable[_Path] | None = None, progress: bool | None = None) -> ModelResult: ...
+            plugin_dirs: _Path | Iterable[_Path] | None = None, progress: bool | None = None,
+            semantic_axes: _Path | Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+            direction_axes: _Path | Mapping[str, Any] | None = None,
+            token_axes: bool | str | Sequence[str] | None = None) -> ModelResult: ...
 
 class ModelResult(Result):
     @property

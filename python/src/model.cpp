@@ -145,7 +145,7 @@ std::unique_ptr<ModelRunResult> model_run(const job::LoadedModel& loaded, job::J
   res->origin = job::model_provenance(a, *mj, 1);
   name_the_texts(a, res->origin, texts);
   ModelRunOptions& mo = mj->options;
-  res->info = model_run_info(*mj->model, *mj->axes);
+  res->info = model_run_info(*mj->model, *mj->axes, mo.model_axes);
   if (keep.rows) res->rows = std::make_unique<RowColumns>(res->info), mo.sinks.push_back(res->rows.get());
   PyProgress bar(texts);
   if (progress) mo.sinks.push_back(&bar);
@@ -327,8 +327,19 @@ void bind_model(nb::module_& m) {
       [](const PyModel& model, std::string scenario, std::vector<std::string> params, std::string axes,
          std::vector<std::string> plugin_dirs, unsigned threads, std::size_t chunk, std::size_t top, bool rows,
          bool report, nb::handle maps, std::vector<std::int64_t> map_layers, std::string command_line,
-         std::uint64_t texts, bool progress) {
+         std::uint64_t texts, bool progress, std::string semantic_path, std::string semantic_json, std::string direction_path,
+         std::vector<std::string> direction_names, std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>> directions,
+         std::string token_axes) {
         job::JobArgs a;
+        a.semantic_axes = std::move(semantic_path), a.semantic_json = std::move(semantic_json);
+        a.direction_axes = std::move(direction_path), a.token_axes = std::move(token_axes);
+        for (std::size_t k = 0; k < directions.size() && k < direction_names.size(); ++k) {  // direction_axes={name: array}
+          const auto& d = directions[k];
+          DirectionTensor t{direction_names[k], {}, {}};
+          for (std::size_t i = 0; i < d.ndim(); ++i) t.shape.push_back(d.shape(i));
+          t.values.assign(d.data(), d.data() + d.size());
+          a.directions.push_back(std::move(t));
+        }
         a.model = model.path;
         a.scenario = std::move(scenario);
         a.params = std::move(params);
@@ -356,7 +367,10 @@ void bind_model(nb::module_& m) {
       },
       nb::arg("model"), nb::arg("scenario"), nb::arg("params"), nb::arg("axes"), nb::arg("plugin_dirs"),
       nb::arg("threads"), nb::arg("chunk"), nb::arg("top"), nb::arg("rows"), nb::arg("report"), nb::arg("maps").none(),
-      nb::arg("map_layers"), nb::arg("command_line"), nb::arg("texts"), nb::arg("progress"),
+      nb::arg("map_layers"), nb::arg("command_line"), nb::arg("texts"), nb::arg("progress"), nb::arg("semantic_path") = "", nb::arg("semantic_json") = "",
+      nb::arg("direction_path") = "", nb::arg("direction_names") = std::vector<std::string>{},
+      nb::arg("directions") = std::vector<nb::ndarray<const float, nb::c_contig, nb::device::cpu>>{},
+      nb::arg("token_axes") = "",
       "The engine run behind headsep.model(path).run.");
 }
 

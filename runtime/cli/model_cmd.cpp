@@ -50,6 +50,20 @@ void report_text_status(const ModelSummary& sum) {
                                                : printable(sum.empty_text_tokens).c_str());
 }
 
+/// No silent zeros (docs/METRICS.md): one line when over half of the run's tokens carry 0 on every
+/// axis — their contexts, differences and separations are then mostly 0 by construction.
+void report_axis_coverage(const ModelSummary& sum) {
+  std::uint64_t tokens = 0, without = 0;
+  for (const auto& sc : sum.scenarios) tokens += sc.tokens, without += sc.tokens_without_axis_value;
+  if (tokens == 0 || 2 * without <= tokens) return;
+  std::fprintf(stderr,
+               "headsep: warning: %.0f %% of the tokens (%llu of %llu) are 0 on every axis, so most contexts and "
+               "separations are 0: add axes whose values every token has, --token-axes all, --semantic-axes FILE or "
+               "--direction-axes FILE (docs/METRICS.md)\n",
+               100.0 * double(without) / double(tokens), static_cast<unsigned long long>(without),
+               static_cast<unsigned long long>(tokens));
+}
+
 /// The summary's run block of a --model job (start time now; threads and SIMD as the run reports them).
 RunProvenance model_provenance(const RunArgs& a, const ModelJob& job) {
   return job::model_provenance(a, job, unsigned(dist::size()));
@@ -187,7 +201,7 @@ int model_cmd(const RunArgs& a) {
     dist::serve_model(*source, model, axes, mo);
     return 0;
   }
-  ModelOutputs outputs(a, model_run_info(model, axes), mo);
+  ModelOutputs outputs(a, model_run_info(model, axes, mo.model_axes), mo);
   std::unique_ptr<ChunkExchange> exchange;
   if (dist::size() > 1) mo.exchange = (exchange = dist::make_merger(*source, true)).get();
   ProfileRun prof(a);  // --profile / --trace: the engine's profiler, the model's stages
@@ -221,6 +235,7 @@ int model_cmd(const RunArgs& a) {
   if (!a.quiet) print_model_table(sum);
   if (a.profile) std::fprintf(stderr, "%s", prof.profiler->table().c_str());
   report_text_status(sum);
+  report_axis_coverage(sum);
   return 0;
 }
 

@@ -32,6 +32,17 @@ void add_job_options(CLI::App& command, RunArgs& a) {
   command.add_option("--axes", a.axes, "Context axes")->capture_default_str();
 }
 
+void add_model_axes_options(CLI::App& command, RunArgs& a) {
+  command.add_option("--semantic-axes", a.semantic_axes,
+                     "--model: semantic axes from pole words, a JSON file {\"axis\": {\"plus\": [words], \"minus\": [words]}} "
+                     "(value of a token: cos(its input embedding, mean plus - mean minus); docs/METRICS.md)");
+  command.add_option("--direction-axes", a.direction_axes,
+                     "--model: direction axes, a safetensors file of [hidden] or [layers, hidden] tensors named by axis "
+                     "(value at layer l: the residual stream entering l . u_l)");
+  command.add_option("--token-axes", a.token_axes,
+                     "--model: token-class axes: all, or a list of position, punctuation, word_start");
+}
+
 void add_engine_options(CLI::App& command, RunArgs& a) {
   command.add_option("--simd", a.simd, "Force a SIMD level");
   command.add_option("--precision", a.precision, "f64 or f32")->capture_default_str();

@@ -47,6 +47,8 @@ void add_plugin_options(CLI::App& command, RunArgs& a);
 void add_plugin_dir_option(CLI::App& command, std::vector<std::string>& dirs);
 /// The job's data in the short help of scaling and sweep: -p, --plugin-dir, --input, --report, --axes.
 void add_job_options(CLI::App& command, RunArgs& a);
+/// --semantic-axes, --direction-axes, --token-axes: a --model job's other axis sources (docs/METRICS.md).
+void add_model_axes_options(CLI::App& command, RunArgs& a);
 /// The engine's arithmetic in the short help of scaling and sweep: --simd, --precision, --chunk.
 void add_engine_options(CLI::App& command, RunArgs& a);
 /// --chunk's check: a whole number of reports, 1..2^32 (CLI::PositiveNumber printed double's

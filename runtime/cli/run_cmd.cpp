@@ -124,6 +124,7 @@ CLI::App* add_run(CLI::App& app, RunArgs& ra) {
   runc->add_option("--model", ra.model,
                    "A BERT encoder folder (config.json, model.safetensors): its every (layer, head) measured on text reports "
                    "(--scenario text or ops-text)");
+  add_model_axes_options(*runc, ra);
   runc->add_option("--max-report-mb", ra.max_report_mb,
                    "Attention: refuse a report whose working memory exceeds this many MiB")->capture_default_str();
   runc->add_flag("--profile", ra.profile,
@@ -248,6 +249,8 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
 int run_cmd(const RunArgs& a) {
   if (!a.model.empty()) return model_cmd(a);
   if (a.attention_layers != "all") throw UsageError("--attention-layers applies to --model runs (a model's layers)");
+  if (!a.semantic_axes.empty() || !a.direction_axes.empty() || !a.token_axes.empty())
+    throw UsageError("--semantic-axes, --direction-axes and --token-axes apply to --model runs (their values come from the model and its tokenizer)");
   // Usage errors before any plugin is loaded or file touched.
   if (!a.format.empty()) parse_format(a.format);
   if (!a.per_report.empty()) format_from_extension(a.per_report);

@@ -47,6 +47,7 @@ CLI::App* add_scaling(CLI::App& app, ScalingArgs& s) {
       ->capture_default_str();
   scalingc->add_option("--scenario,-s", ca.scenario, "Scenario generator plugin");
   scalingc->add_option("--model", ca.model, "A BERT encoder's folder: its heads are the heads (as run --model)");
+  add_model_axes_options(*scalingc, ca);
   scalingc->add_option("--weighting,-w", ca.weighting, "Weighting scheme plugin");
   add_job_options(*scalingc, ca);
   add_engine_options(*scalingc, ca);

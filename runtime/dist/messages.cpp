@@ -43,6 +43,7 @@ std::string encode_result(const BatchResult& res, bool full) {
   o.vec(res.layers);  // a model run's (run_model): the slots' layers, the token ids (per-report outputs)
   if (full) o.vec(res.token_ids);
   o.vec(res.report_status);
+  o.u64(res.tokens_without_axis_value);
   return o.take();
 }
 
@@ -97,6 +98,7 @@ bool decode_result(const std::string& msg, int from, std::uint64_t& index, Repor
   if (full) in.vec(res.token_ids);
   else res.token_ids.clear();
   in.vec(res.report_status);
+  res.tokens_without_axis_value = in.u64();
   if (res.layers.size() != (res.layers.empty() ? 0 : slots) ||
       (!res.token_ids.empty() && res.token_ids.size() != b.n_tokens()) ||
       (!res.report_status.empty() && res.report_status.size() != b.n_reports()))

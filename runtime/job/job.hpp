@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "headsep/axes.hpp"
+#include "headsep/context_axes.hpp"
 #include "headsep/plugin_host.hpp"
 #include "headsep/provenance.hpp"
 #include "headsep/run.hpp"
@@ -31,6 +32,12 @@ struct JobArgs {
   std::size_t chunk = 0;  // 0 = automatic (8192; attention schemes: by X's width)
   std::size_t max_report_mb = 2048;
   std::string model;  // --model DIR: a BERT encoder's heads are the heads (model_job.hpp)
+  // A --model job's other axis sources (headsep/context_axes.hpp, docs/METRICS.md): files
+  // (--semantic-axes, --direction-axes), the token classes (--token-axes: "all" or names), and
+  // from Python the same as data (semantic_json: the file's JSON text; directions: the arrays).
+  std::string semantic_axes, direction_axes, token_axes;
+  std::string semantic_json;
+  std::vector<DirectionTensor> directions;
   std::string command_line, scenario_label;     // for the report's header
   std::string command = "run";                  // the summary's run.command (run, example, sweep, scaling)
   bool slot_by_slot = false;  // --slot-by-slot: RunOptions::all_slots_at_once = false

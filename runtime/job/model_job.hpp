@@ -20,7 +20,10 @@ struct ModelJob {
   std::unique_ptr<ReportSource> source;
   std::optional<AxisMap> axes;
   ModelRunOptions options;
-  std::string axes_spec;  ///< the axes used (the model's default when the job kept the seed's)
+  std::string axes_spec;  ///< the feature axes used (the model's default when the job kept the seed's)
+  /// Every axis and where its values come from (RunProvenance::axis_sources): the feature axes,
+  /// then options.model_axes' semantic and direction axes.
+  std::vector<std::pair<std::string, std::string>> axis_sources;
   RunOptions run;
   std::vector<PluginUse> plugins;  ///< the summary's run.plugins
 };

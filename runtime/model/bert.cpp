@@ -220,27 +220,27 @@ double BertModel::flops(const std::uint64_t* token_offset, std::size_t n_reports
 void BertModel::forward(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t n_reports,
                         std::uint32_t axes, const float* const* axis, SimdLevel level,
                         const std::vector<BertLayerOut>& layers, float* hidden, BertScratch& s,
-                        float* all_hidden) const {
+                        float* all_hidden, const DirectionAxes* directions) const {
   if (n_reports == 0) return;
   kernels::require_supported(level);
-  model::check_forward(shape_, ids, token_offset, n_reports, axes, layers);
+  model::check_forward(shape_, ids, token_offset, n_reports, axes, layers, directions);
   const std::size_t total = token_offset[n_reports] - token_offset[0];
   model::for_each_group(token_offset, n_reports, [&](std::size_t r0, std::size_t r1, std::size_t) {
-    run_group(ids, token_offset, r0, r1, axes, axis, level, layers, hidden, all_hidden, total, s);
+    run_group(ids, token_offset, r0, r1, axes, axis, level, layers, hidden, all_hidden, total, directions, s);
   });
 }
 
 void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
                           std::uint32_t axes, const float* const* axis, SimdLevel level,
                           const std::vector<BertLayerOut>& layers, float* hidden, float* all_hidden,
-                          std::size_t total_tokens, BertScratch& s) const {
+                          std::size_t total_tokens, const DirectionAxes* directions, BertScratch& s) const {
   const std::size_t D = cfg_.hidden, I = cfg_.intermediate, H = cfg_.heads, dh = cfg_.head_dim();
   const std::uint64_t t0 = token_offset[r0], base = token_offset[0];
   const std::size_t T = token_offset[r1] - t0;
   const AttentionReport in = model::rows_view(static_cast<std::uint32_t>(H), 3 * D, cols_, MaskKind::none, axes);
   if (T == 0) {  // only empty reports: zero metrics (the kernel's convention for n = 0)
     for (std::size_t l = 0; l < layers.size(); ++l)
-      model::attend_reports(in, token_offset, r0, r1, nullptr, axis, layers[l], level, dh, nullptr, s);
+      model::attend_reports(in, token_offset, r0, r1, nullptr, axis, layers[l], level, dh, nullptr, s, {directions, l, nullptr, D});
     return;
   }
   s.x.resize(T * D);
@@ -275,7 +275,8 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
     // the last layer's, layer 0's for the next group of reports.
     const float* next_qkv = layers_[(l + 1) % layers_.size()].qkv.get();
     kernels::project_rows(level, x, D, T, D, L.qkv.get(), 3 * D, s.qkv.data(), 3 * D, L.out.get(), D);
-    model::attend_reports(in, token_offset, r0, r1, s.qkv.data(), axis, o, level, dh, s.ctx.data(), s);
+    model::attend_reports(in, token_offset, r0, r1, s.qkv.data(), axis, o, level, dh, s.ctx.data(), s,
+                          {directions, l, x, D});
     kernels::project_rows(level, s.ctx.data(), D, T, D, L.out.get(), D, s.h1.data(), D, L.ffn1.get(), D);
     layer_norm_rows(level, s.h1.data(), x, T, D, L.ln1_g.data(), L.ln1_b.data(), cfg_.layer_norm_eps);
     kernels::project_rows(level, s.h1.data(), D, T, D, L.ffn1.get(), I, s.inter.data(), I, L.ffn2.get(), I, true);

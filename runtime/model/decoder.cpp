@@ -35,13 +35,13 @@ double Decoder::flops(const std::uint64_t* token_offset, std::size_t n_reports) 
 void Decoder::forward(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t n_reports,
                       std::uint32_t axes, const float* const* axis, SimdLevel level,
                       const std::vector<AttentionOut>& layers, float* hidden, ModelScratch& s,
-                      float* all_hidden) const {
+                      float* all_hidden, const DirectionAxes* directions) const {
   if (n_reports == 0) return;
   kernels::require_supported(level);
-  check_forward(shape_, ids, token_offset, n_reports, axes, layers);
+  check_forward(shape_, ids, token_offset, n_reports, axes, layers, directions);
   const std::size_t total = token_offset[n_reports] - token_offset[0];
   for_each_group(token_offset, n_reports, [&](std::size_t r0, std::size_t r1, std::size_t tokens) {
-    const Group g{ids, token_offset, r0, r1, tokens, axes, axis, level};
+    const Group g{ids, token_offset, r0, r1, tokens, axes, axis, level, directions};
     run_group(g, layers, hidden, all_hidden, total, token_offset[0], s);
   });
 }
@@ -62,7 +62,7 @@ void Decoder::run_group(const Group& g, const std::vector<AttentionOut>& layers,
     view.config.window = shape_.sliding_window.empty() ? 0 : shape_.sliding_window[l];  // the baseline's too
     view.config.softcap = shape_.attn_softcap;
     attend_reports(view, g.token_offset, g.r0, g.r1, s.qkv.data(), g.axis, layers[l], g.level, shape_.head_dim,
-                   s.ctx.data(), s);
+                   s.ctx.data(), s, {g.directions, l, x, D});
     if (!T) continue;
     finish_layer(g, l, x, s);
     if (all_hidden && l + 1 < layers.size())

@@ -171,8 +171,12 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void geglu_rows(boo
 namespace model {
 
 void check_forward(const ModelShape& shape, const std::uint32_t* ids, const std::uint64_t* token_offset,
-                   std::size_t n_reports, std::uint32_t axes, const std::vector<AttentionOut>& layers) {
+                   std::size_t n_reports, std::uint32_t axes, const std::vector<AttentionOut>& layers,
+                   const DirectionAxes* directions) {
   const std::string& type = shape.model_type;
+  if (directions && directions->count && (directions->count > axes || !directions->u))
+    throw Error(type + ": " + std::to_string(directions->count) + " direction axes among " + std::to_string(axes) +
+                " axes, or no directions");
   if (layers.size() != shape.layers)
     throw Error(type + ": " + std::to_string(layers.size()) + " layer outputs for " + std::to_string(shape.layers) +
                 " layers");
@@ -206,11 +210,31 @@ AttentionReport rows_view(std::uint32_t heads, std::size_t ld, const std::vector
   return in;
 }
 
+/// The direction axes' values of the group's T rows at layer stream.layer: out[k*T + t] = x[t] · u_l[k],
+/// summed in double in index order (one value per token whatever its group or thread).
+static void direction_values(const LayerStream& stream, std::size_t T, std::vector<float>& out) {
+  const DirectionAxes& d = *stream.directions;
+  const std::size_t D = stream.hidden;
+  out.resize(std::size_t(d.count) * T);
+  for (std::uint32_t k = 0; k < d.count; ++k) {
+    const float* u = d.u + (stream.layer * d.count + k) * D;
+    for (std::size_t t = 0; t < T; ++t) {
+      const float* x = stream.x + t * D;
+      double acc = 0;
+      for (std::size_t i = 0; i < D; ++i) acc += double(x[i]) * double(u[i]);
+      out[k * T + t] = static_cast<float>(acc);
+    }
+  }
+}
+
 void attend_reports(AttentionReport in, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
                     const float* qkv, const float* const* axis, const AttentionOut& o, SimdLevel level, std::size_t dh,
-                    float* ctx, ModelScratch& s) {
+                    float* ctx, ModelScratch& s, const LayerStream& stream) {
   const std::size_t H = in.heads, W = H * dh;
   const std::uint64_t t0 = token_offset[r0];
+  const std::size_t T = token_offset[r1] - t0;
+  const std::uint32_t dirs = stream.directions ? stream.directions->count : 0, fixed = in.axes - dirs;
+  if (dirs) direction_values(stream, T, s.direction);
   std::vector<const float*> ax(in.axes);
   in.axis = ax.data();
   for (std::size_t r = r0; r < r1; ++r) {
@@ -218,7 +242,8 @@ void attend_reports(AttentionReport in, const std::uint64_t* token_offset, std::
     const std::size_t n = token_offset[r + 1] - b;
     in.n = static_cast<std::uint32_t>(n);
     in.qkv = qkv + (b - t0) * in.ld;
-    for (std::uint32_t c = 0; c < in.axes; ++c) ax[c] = axis[c] + b;
+    for (std::uint32_t c = 0; c < fixed; ++c) ax[c] = axis[c] + b;
+    for (std::uint32_t k = 0; k < dirs; ++k) ax[fixed + k] = s.direction.data() + k * T + (b - t0);
     s.heads_out.resize(n * W);
     AttentionReportOut ro = report_out(o, r);
     ro.head_out = ctx ? s.heads_out.data() : nullptr;

@@ -33,7 +33,11 @@ ModelBatch::ModelBatch(const Architecture& model, const AxisMap& axes, const Mod
       H(cfg_.heads),
       H1(H + 1),
       P(H * (H - 1) / 2),
-      C(axes.size()),
+      C(axes.size() + opt.model_axes.size()),
+      CF(axes.size()),
+      CS(opt.model_axes.semantic.size()),
+      CD(opt.model_axes.direction.size()),
+      directions_{static_cast<std::uint32_t>(CD), opt.model_axes.directions.data()},
       dump_layer_(L, opt.dump_layers.empty()) {
   for (auto l : opt.dump_layers) {
     if (l >= L)
@@ -50,13 +54,14 @@ void ModelBatch::measure(const ReportBatch& b, BatchScratch& s, BatchResult& res
   prepare_outputs(b, s, res);
   timer.to(prof::kForward);
   model_.forward(s.ids.data(), b.token_offset.data(), b.n_reports(), static_cast<std::uint32_t>(C), s.axis_ptr.data(),
-                 opt_.simd, s.outs, nullptr, s.bert);
+                 opt_.simd, s.outs, nullptr, s.bert, nullptr, &directions_);
   timer.to(prof::kHeads);
   separations(res.metrics);
   res.token_ids = s.ids;
   report_status(b, res);
   head_sums(b, res.metrics, s, sums);
   text_status(b, res, sums);
+  sums.without_value = res.tokens_without_axis_value = without_value(b, s);
   top_reports(b, s, sums, timer);
   dumps(b, s, res, timer);
 }
@@ -73,6 +78,7 @@ void ModelBatch::sums_of(const ReportBatch& b, const BatchResult& res, BatchScra
       throw Error("a model chunk arrived with metric rows of another model or axes: all ranks must run the same command");
   head_sums(b, res.metrics, s, sums);
   text_status(b, res, sums);
+  sums.without_value = res.tokens_without_axis_value;
   top_reports(b, s, sums, timer);
 }
 
@@ -127,12 +133,38 @@ void ModelBatch::check_lengths(const ReportBatch& b) const {
                   " tokens, over the model's " + std::to_string(cfg_.max_positions) + " positions");
 }
 
-/// The axes as f32 rows, and per layer a zeroed MetricBlock (the rows) for the forward to fill.
+/// The axes as f32 rows: the AxisMap's from the features, the semantic axes' per id (s.ids); the
+/// direction axes' are the forward's (their pointers null).
+void ModelBatch::project_axes(const ReportBatch& b, BatchScratch& s) const {
+  axes_.project<float>(b, s.axis32);
+  const std::size_t T = b.n_tokens();
+  s.axis32.resize(CF + CS);
+  const float* table = opt_.model_axes.semantic_values.data();
+  for (std::size_t k = 0; k < CS; ++k) {
+    std::vector<float>& col = s.axis32[CF + k];
+    col.resize(T);
+    for (std::size_t t = 0; t < T; ++t) col[t] = table[std::size_t(s.ids[t]) * CS + k];
+  }
+  s.axis_ptr.assign(C, nullptr);
+  for (std::size_t c = 0; c < CF + CS; ++c) s.axis_ptr[c] = s.axis32[c].data();
+}
+
+/// Tokens 0 on every axis given per token (none when the run has direction axes).
+std::uint64_t ModelBatch::without_value(const ReportBatch& b, const BatchScratch& s) const {
+  if (CD) return 0;
+  std::uint64_t n = 0;
+  for (std::size_t t = 0; t < b.n_tokens(); ++t) {
+    bool any = false;
+    for (std::size_t c = 0; c < CF + CS && !any; ++c) any = s.axis32[c][t] != 0.0f;
+    n += !any;
+  }
+  return n;
+}
+
+/// The axes (project_axes), and per layer a zeroed MetricBlock (the rows) for the forward to fill.
 void ModelBatch::prepare_outputs(const ReportBatch& b, BatchScratch& s, BatchResult& res) const {
   const std::size_t R = b.n_reports();
-  axes_.project<float>(b, s.axis32);
-  s.axis_ptr.resize(C);
-  for (std::size_t c = 0; c < C; ++c) s.axis_ptr[c] = s.axis32[c].data();
+  project_axes(b, s);
   res.metrics.resize(L), s.outs.resize(L);
   res.layers.resize(L);
   for (std::size_t l = 0; l < L; ++l) {
@@ -241,7 +273,8 @@ void ModelBatch::report_forward(const ReportBatch& b, std::size_t r, BatchScratc
     outs[l].maps = s.maps[l].data(), outs[l].maps_offset = &zero;
   }
   timer.to(prof::kForward);
-  model_.forward(s.ids.data(), off, 1, static_cast<std::uint32_t>(C), s.axis_ptr.data(), opt_.simd, outs, nullptr, s.bert);
+  model_.forward(s.ids.data(), off, 1, static_cast<std::uint32_t>(C), s.axis_ptr.data(), opt_.simd, outs, nullptr, s.bert,
+                 nullptr, &directions_);
   timer.to(prof::kHeads);
 }
 

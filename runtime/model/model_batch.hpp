@@ -18,6 +18,7 @@ namespace headsep {
 struct BatchSums {
   std::uint64_t reports = 0, tokens = 0;
   std::uint64_t empty = 0, truncated = 0;  // reports by text_status (ModelSummary::Scenario)
+  std::uint64_t without_value = 0;         // tokens 0 on every axis (tokens_without_axis_value)
   std::vector<double> head, ctx, pair, dist;
   double flops = 0;
   std::vector<QuantileSketch> entropy, separation;  // the batch's distributions (ModelSummary::Scenario)
@@ -63,6 +64,8 @@ class ModelBatch {
   void check_lengths(const ReportBatch& b) const;
   void report_status(const ReportBatch& b, BatchResult& res) const;
   void text_status(const ReportBatch& b, const BatchResult& res, BatchSums& sums) const;
+  void project_axes(const ReportBatch& b, BatchScratch& s) const;
+  std::uint64_t without_value(const ReportBatch& b, const BatchScratch& s) const;
   void prepare_outputs(const ReportBatch& b, BatchScratch& s, BatchResult& res) const;
   void separations(std::vector<MetricBlock>& metrics) const;
   void head_sums(const ReportBatch& b, const std::vector<MetricBlock>& metrics, BatchScratch& s, BatchSums& m) const;
@@ -78,6 +81,8 @@ class ModelBatch {
   const ModelShape& cfg_;
   const std::size_t id_col_, status_col_;
   const std::size_t L, H, H1, P, C;  // layers, heads, heads + baseline, head pairs, axes
+  const std::size_t CF, CS, CD;      // axes from features (AxisMap), semantic, direction (C = CF + CS + CD)
+  const DirectionAxes directions_;
   std::vector<bool> dump_layer_;     // [l]: layer l's maps go to the dumps
 };
 

@@ -150,6 +150,7 @@ ModelPipeline::ModelPipeline(ReportSource& source, const Architecture& model, co
     out_.sliding_window = model.shape().sliding_window;
   }
   out_.axes = axes.names();
+  for (const auto& n : opt.model_axes.names()) out_.axes.push_back(n);
   out_.top = opt.top;
   out_.simd = std::string(to_string(opt.simd));
   out_.threads = threads_;
@@ -320,6 +321,7 @@ void ModelPipeline::merge(Item& it) {
   sc.tokens += it.sums.tokens;
   sc.empty_reports += it.sums.empty;
   sc.truncated_reports += it.sums.truncated;
+  sc.tokens_without_axis_value += it.sums.without_value;
   for (std::size_t i = 0; i < sc.head.size(); ++i) sc.head[i] += it.sums.head[i];
   for (std::size_t i = 0; i < sc.ctx.size(); ++i) sc.ctx[i] += it.sums.ctx[i];
   for (std::size_t i = 0; i < sc.pair.size(); ++i) sc.pair[i] += it.sums.pair[i];
@@ -377,9 +379,10 @@ void ModelPipeline::finish(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-RunInfo model_run_info(const Architecture& model, const AxisMap& axes) {
+RunInfo model_run_info(const Architecture& model, const AxisMap& axes, const ModelAxes& model_axes) {
   RunInfo info;
   info.axis_names = axes.names();
+  for (const auto& n : model_axes.names()) info.axis_names.push_back(n);
   info.heads = model.shape().heads;
   info.attention = true;
   info.layers = model.shape().layers;

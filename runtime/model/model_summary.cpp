@@ -102,6 +102,7 @@ std::string ModelSummary::json() const {
     js["tokens"] = sc.tokens;
     js["empty_reports"] = sc.empty_reports;
     js["truncated_reports"] = sc.truncated_reports;
+    js["tokens_without_axis_value"] = sc.tokens_without_axis_value;
     for (std::size_t l = 0; l < layers; ++l) {
       nlohmann::ordered_json jl;
       jl["layer"] = l;

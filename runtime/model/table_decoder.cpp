@@ -19,6 +19,7 @@ class TableDecoder final : public Decoder {
  public:
   TableDecoder(const std::filesystem::path& dir, DecoderSpec spec);
   std::vector<std::string> recognised() const override { return spec_.notes; }
+  const float* input_embeddings() const noexcept override { return embed_.data(); }
 
  private:
   struct Norm {

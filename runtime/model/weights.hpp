@@ -63,7 +63,8 @@ class FolderWeights {
 /// Architecture::forward's checks of its arguments: the layer outputs, ids in the vocabulary,
 /// reports within max_positions. Messages start with shape.model_type ("bert: ...").
 void check_forward(const ModelShape& shape, const std::uint32_t* ids, const std::uint64_t* token_offset,
-                   std::size_t n_reports, std::uint32_t axes, const std::vector<AttentionOut>& layers);
+                   std::size_t n_reports, std::uint32_t axes, const std::vector<AttentionOut>& layers,
+                   const DirectionAxes* directions = nullptr);
 
 /// Groups of consecutive reports of about 512 tokens (a longer report alone): fn(r0, r1, tokens).
 /// A token's results never depend on its group (the panel kernel's rows are independent).
@@ -88,11 +89,21 @@ void for_each_group(const std::uint64_t* token_offset, std::size_t n_reports, F&
 AttentionReport rows_view(std::uint32_t heads, std::size_t ld, const std::vector<std::uint32_t>& cols, MaskKind mask,
                           std::uint32_t axes);
 
+/// The residual stream entering layer `layer`: the group's rows x [T][hidden], from which the
+/// direction axes' values come (DirectionAxes; null directions or none: nothing to compute).
+struct LayerStream {
+  const DirectionAxes* directions = nullptr;
+  std::size_t layer = 0;
+  const float* x = nullptr;
+  std::size_t hidden = 0;
+};
+
 /// Per report of [r0, r1) (the group's rows start at token_offset[r0]): the fused kernel on `qkv`
 /// into layer output `o`; `ctx` (rows of H·dh, nullptr = none) gets concat_h(O_h), heads 1..H.
+/// The last `stream.directions->count` axes take their values from `stream` (DirectionAxes).
 void attend_reports(AttentionReport in, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
                     const float* qkv, const float* const* axis, const AttentionOut& o, SimdLevel level, std::size_t dh,
-                    float* ctx, ModelScratch& s);
+                    float* ctx, ModelScratch& s, const LayerStream& stream);
 
 /// The decoders' layer loop, grouping and attention (decoder.cpp). A decoder's projected rows are
 /// [Q (H·dh) | K, one copy per query head (H·dh) | V (KV·dh)]: head h reads Q_h, the K of its
@@ -103,7 +114,8 @@ class Decoder : public Architecture {
   const std::string& name() const noexcept override { return name_; }
   void forward(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t n_reports, std::uint32_t axes,
                const float* const* axis, SimdLevel level, const std::vector<AttentionOut>& layers, float* hidden,
-               ModelScratch& scratch, float* all_hidden = nullptr) const override;
+               ModelScratch& scratch, float* all_hidden = nullptr,
+               const DirectionAxes* directions = nullptr) const override;
   double flops(const std::uint64_t* token_offset, std::size_t n_reports) const noexcept override;
 
  protected:
@@ -115,6 +127,7 @@ class Decoder : public Architecture {
     std::uint32_t axes;
     const float* const* axis;
     SimdLevel level;
+    const DirectionAxes* directions;
   };
   virtual void embed(const Group& g, float* x, ModelScratch& s) const = 0;
   /// Layer l: s.qkv [T][qkv_ld()] from x (RoPE applied), then after attend(): x updated in place.

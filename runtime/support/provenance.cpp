@@ -52,6 +52,7 @@ nlohmann::ordered_json run_json(const RunProvenance& r) {
   j["seeds"] = sd;
   j["precision"] = r.precision;
   j["axes"] = {{"spec", r.axes}, {"names", r.axis_names}};
+  if (!r.axis_sources.empty()) j["axes"]["sources"] = pairs(r.axis_sources);
   j["options"] = pairs(r.options);
   const auto& e = r.execution;
   j["execution"] = {{"command_line", e.command_line}, {"start_time", e.start_time}, {"threads", e.threads},

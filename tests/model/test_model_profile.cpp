@@ -36,7 +36,8 @@ std::string without_timing(const std::string& out) {
 TEST_CASE("model --profile: the model's stages, threads and diagnosis, and no output byte changed without it", "[model][profile][cli]") {
   testutil::TempDir tmp;
   // 8 reports in 4 batches of 2 on 2 threads (ops-text is random access: generation in parallel).
-  const std::string job = "run -s ops-text -p reports=8 -p seed=7 --top 3 --threads 2 --chunk 2" + model_arg();
+  // --token-axes: every token has an axis value, so no "no silent zeros" warning on stderr.
+  const std::string job = "run -s ops-text -p reports=8 -p seed=7 --top 3 --threads 2 --chunk 2 --token-axes all" + model_arg();
   auto plain = run_cli(job + " --summary " + shell_quote(tmp.file("a.json")));
   auto prof = run_cli(job + " --profile --summary " + shell_quote(tmp.file("b.json")) + " --trace " + shell_quote(tmp.file("t.json")));
   INFO(plain.err << prof.err);

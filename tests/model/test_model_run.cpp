@@ -136,7 +136,10 @@ TEST_CASE("empty and whitespace-only texts in the middle of a batch: [CLS] [SEP]
   testutil::write_file(with, "report_id,text\n" + a + "b,\"\"\nc,\"  \t \"\nd,\"\u3000\u200b\"\n" + e);
   testutil::write_file(without, "report_id,text\n" + a + e);
   auto run = [&](const std::string& csv, const std::string& args, const std::string& out) {
-    auto r = run_cli("run -q -s text -p path=" + shell_quote(csv) + model_arg() + " --top 5 " + args + " --summary " + out);
+    // The lexicon's axes (not the text generator's default token classes): an empty text's tokens have no value.
+    auto r = run_cli("run -q -s text -p path=" + shell_quote(csv) + model_arg() +
+                     " --axes 'decision=decision_axis;evidence=evidence_axis;condition=condition_axis' --top 5 " + args +
+                     " --summary " + out);
     INFO(r.err);
     REQUIRE(r.status == 0);
     return std::make_pair(json::parse(testutil::read_file(out)), r.err);
@@ -149,7 +152,7 @@ TEST_CASE("empty and whitespace-only texts in the middle of a batch: [CLS] [SEP]
   CHECK_THAT(err, Catch::Contains("headsep: note: 3 of 5 reports have an empty or whitespace-only text"));
   const auto [k, err2] = run(without, "--chunk 5", tmp.file("s2.json"));
   CHECK(sc["tokens"] == k["scenarios"][0]["tokens"].get<std::uint64_t>() + 3 * 2);
-  CHECK(err2.empty());
+  CHECK_THAT(err2, !Catch::Contains("note:"));  // (the lexicon leaves most tokens 0: the axes' warning only)
   // Every report is listed in the top; the empty ones have no context on any axis, so separation 0.
   std::map<std::string, double> top;
   for (const auto& t : sc["top"]) top[t["report_id"]] = t["separation"];
