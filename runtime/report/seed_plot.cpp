@@ -111,7 +111,8 @@ std::string place_labels(const std::vector<LabelWant>& wants, const std::vector<
 Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
   const auto& s = d.scenarios[si];
   const std::size_t axes = d.axes.size();
-  const double W = 400, L = 64, R = 388, T = 50, B = 262;
+  // W leaves 26 px right of the plane: the last x tick's label is centred on R.
+  const double W = 414, L = 64, R = 388, T = 50, B = 262;
   const Scale sx{dom.x.lo, dom.x.hi, L, R}, sy{dom.y.lo, dom.y.hi, B, T};
   Figure f;
   f.id = "seed-plot-" + std::to_string(si);
@@ -150,14 +151,14 @@ Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
       wants.push_back({mx, my, len > 0 ? -dy / len : 0, len > 0 ? dx / len : -1, label});
     }
     // Heads 1..H, then the baseline above them as a ring: it hid under heads at the same place
-    // (a model's layer 0); a ring stays visible there and lets the head show through.
+    // (a model's layer 0); a ring wider than a head's marker (7 vs 6) stays visible around it.
     for (std::uint32_t k = 1; k <= d.heads + 1; ++k) {
       const std::uint32_t h = k % (d.heads + 1);
       const double x = ctx(c, axes, h, 0), y = ctx(c, axes, h, 1);
       marks.push_back({X(h), Y(h)});
       const std::string attrs = "class=\"marker head-" + std::to_string(h) + "\" data-head=\"" + std::to_string(h) +
                                 "\" data-x=\"" + exact(x) + "\" data-y=\"" + exact(y) + "\"";
-      g += (h ? glyph(h, X(h), Y(h), 6, attrs, opacity, outlined) : baseline_ring(X(h), Y(h), 5, attrs, opacity)) +
+      g += (h ? glyph(h, X(h), Y(h), 6, attrs, opacity, outlined) : baseline_ring(X(h), Y(h), 7, attrs, opacity)) +
            "<title>" + escape(head_label(h) + " (" + what + " " + id + "): (" + number(x, 4) + ", " + number(y, 4) + ")") +
            "</title></path>\n";
     }
