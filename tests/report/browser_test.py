@@ -498,7 +498,7 @@ def main():
 
         # ---- and from the pixels Chromium painted (the standalone SVG of the first scenario)
         png = os.path.join(tmp, "seed0.png")
-        browse("file://" + os.path.join(tmp, "svg", "seed-plot-0.svg"), tmp, ["--screenshot=" + png, "--window-size=400,374"])
+        browse("file://" + os.path.join(tmp, "svg", "seed-plot-0.svg"), tmp, ["--screenshot=" + png, "--window-size=414,374"])
         w, h, rows = read_png(png)
         els_svg = parse_dom(open(os.path.join(tmp, "svg", "seed-plot-0.svg"), encoding="utf-8").read())
         tx, ty = axis_px(els_svg, "seed-plot-0", "x"), axis_px(els_svg, "seed-plot-0", "y")

@@ -10,7 +10,8 @@ head_view_test.py):
     what they say;
   - tokens as text: a GPT-2 (byte-level) and a Llama (byte fallback) fixture's maps and head view
     show "␣" for spaces and the decoded Korean characters, the raw piece in the label's <title>;
-  - the head view shows a report's every token when the run keeps them (a 40-token report).
+  - --attention-reports with a report: the head view shows that report whole (33 tokens), with a
+    thumbnail per layer and head.
 
 Usage: layout_test.py HEADSEP_BINARY SOURCE_DIR (exit 77, loudly, without Chromium).
 """
@@ -75,8 +76,9 @@ def main():
         fixtures = os.path.join(bt.SOURCE, "tests/model/fixtures/decoder")
         for name in ("gpt2", "llama"):
             page = os.path.join(tmp, name + ".html")
+            pick = ["--attention-reports", "id:e0"] if name == "gpt2" else []  # the head view's whole report
             bt.run(["run", "--model", os.path.join(fixtures, name), "-s", "text", "-p", "path=" + texts, "-q",
-                    "--report-html", page])
+                    "--report-html", page] + pick)
             pages[name] = page
         cdp = hv.Cdp(tmp)
         sessions = {what: widths(cdp, page, what) for what, page in pages.items()}
@@ -110,6 +112,16 @@ def main():
             mk = cdp.js(s, MAP_KEYS)
             check(mk and not any("Ġ" in k or "▁" in k for k, _ in mk) and any(t for _, t in mk),
                   f"{name}: the maps' key labels are text, raw pieces as <title> ({mk[:3]})")
+        s = sessions["gpt2"]
+        cdp.js(s, "(() => { const r = document.getElementById('hv-report'); r.value = String([...r.options]"
+                  ".findIndex(o => o.text.includes('report e0 (chosen)'))); r.dispatchEvent(new Event('change')); })()")
+        note = cdp.js(s, "document.getElementById('hv-note').textContent")
+        n = len(cdp.js(s, KEYS))
+        queries = cdp.js(s, "document.querySelectorAll('#hv-svg text.hv-query').length")
+        thumbs = cdp.js(s, "document.querySelectorAll('#hv-grid canvas').length")
+        check(n > 12 and queries == n and f"all {n} tokens" in note and thumbs == 2 * 5,
+              f"--attention-reports id:e0: the head view shows all {n} tokens as queries and keys ({note}), "
+              f"a thumbnail per layer and head ({thumbs})")
         check(not cdp.errors(), f"no script errors in the pages ({cdp.errors()[:1]})")
     finally:
         if cdp:
