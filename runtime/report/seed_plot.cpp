@@ -121,10 +121,12 @@ Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
   std::string o;  // the <svg> element is opened at the end, when the legend's height is known
   o += "<title>" + escape(f.title) + "</title>\n";
   o += text(8, 18, escape(cut(s.name, 48)), "font-size=\"14\" font-weight=\"bold\" class=\"fig-title\"");
-  const bool single = s.count <= 1 || (s.top.size() == 1 && s.count == 1);
+  // One report drawn as itself; a model run keeps no per-report contexts (top is empty), so its
+  // one-report layer is drawn from the mean like any other (it said "no reports").
+  const bool single = (s.count <= 1 && !s.top.empty()) || (s.count == 0);
   const auto& sep = s.separation.stats;
   std::string sub = single ? (s.top.empty() ? "no reports" : "report " + s.top[0].id + " · head_separation " + number(s.top[0].separation))
-                           : count(s.count) + " reports · mean head_separation " + number(sep.mean);
+                           : count(s.count) + (s.count == 1 ? " report" : " reports") + " · mean head_separation " + number(sep.mean);
   o += text(8, 36, escape(cut(sub, 70)), "fill=\"#444\" class=\"fig-subtitle\"");
   o += x_axis(dom.x, sx, T, B, axes > 0 ? d.axes[0] : "", (L + R) / 2);
   o += y_axis(dom.y, sy, L, R, axes > 1 ? d.axes[1] : "(one axis)", (T + B) / 2);
