@@ -47,7 +47,8 @@ struct RunResult {
   void attach(RunOptions& opt);
   std::vector<ResultSink*> sinks();
   /// The report (docs/REPORTS.md): written to `path` (atomically) when given, else returned.
-  std::string report_html(const std::string& path) const;
+  /// static_maps = false: the maps only in the head view's data (the notebook's display, docs/REPORTS.md).
+  std::string report_html(const std::string& path, bool static_maps = true) const;
 };
 
 /// body(stop) runs on a thread of its own with the GIL released; the calling (Python) thread

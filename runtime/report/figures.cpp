@@ -15,7 +15,7 @@ namespace {
 // Model runs: the layer x head grids, per layer the heads' entropy and separation strips, then
 // the maps (chosen first, so that a grid cell links only to a map that is drawn).
 void add_model_figures(const ReportData& d, std::vector<Figure>& out) {
-  std::vector<Figure> maps = model_maps(d);
+  std::vector<Figure> maps = d.limits.static_maps ? model_maps(d) : std::vector<Figure>{};
   std::set<std::string> drawn;
   for (const auto& f : maps) drawn.insert(f.id);
   for (const auto& g : d.grids) out.push_back(model_grid(g, drawn));
@@ -42,7 +42,8 @@ void add_attention_figures(const ReportData& d, std::vector<Figure>& out) {
   double ent_hi = 0;
   for (const auto& s : d.scenarios)
     for (const auto& st : s.entropy) ent_hi = std::max(ent_hi, st.max);
-  const std::vector<std::size_t> fit = maps_that_fit(d);
+  std::vector<std::size_t> fit = maps_that_fit(d);
+  if (!d.limits.static_maps) fit.assign(fit.size(), 0);  // the head view alone holds them
   for (std::size_t i = 0; i < shown(d); ++i) {
     const auto& s = d.scenarios[i];
     out.push_back(strips(d, i, "entropy", s.entropy, 0, std::max(ent_hi, 1e-3)));

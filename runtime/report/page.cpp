@@ -193,7 +193,9 @@ std::string model_sections(const ReportData& d, const std::vector<Figure>& figs)
        std::to_string(d.limits.map_tokens) + " tokens; rows are queries, columns keys; every cell shows its query, "
        "key and weight on hover.</p>\n";
   if (kept == 0) o += "<p class=\"note\">No maps were kept in this run.</p>\n";
-  if (drawn < kept * (d.heads + 1))
+  if (kept > 0 && !d.limits.static_maps) o += "<p class=\"note\">This display leaves the static maps out (a notebook's page stays under 1 MB); the head "
+         "view above holds the same weights, and <code>report_html(path)</code> writes them.</p>\n";
+  else if (drawn < kept * (d.heads + 1))
     o += "<p class=\"warn\">Maps beyond each scenario's top report are drawn only while the report holds fewer than " +
          count(d.limits.map_cells) + " map cells; some are not drawn.</p>\n";
   o += collapsed(std::to_string(drawn) + " maps, one row per layer and report", map_rows(figs)) + "</section>\n";
@@ -238,7 +240,9 @@ std::string attention_section(const ReportData& d, const std::vector<Figure>& fi
        " reports with the largest head_separation over the whole run (the summary's top list, <code>--top</code>), in "
        "that order; rows are queries, columns keys.</p>\n";
   if (kept == 0) o += "<p class=\"note\">No maps were kept in this run (<code>--top 0</code>).</p>\n";
-  if (drawn < kept * (d.heads + 1))
+  if (kept > 0 && !d.limits.static_maps) o += "<p class=\"note\">This display leaves the static maps out (a notebook's page stays under 1 MB); the head "
+         "view above holds the same weights, and <code>report_html(path)</code> writes them.</p>\n";
+  else if (drawn < kept * (d.heads + 1))
     o += "<p class=\"warn\">Some kept maps are not drawn: the report holds at most " + count(d.limits.map_cells) +
          " map cells.</p>\n";
   o += collapsed(std::to_string(drawn) + " maps, one row per scenario and report", map_rows(figs)) + "</section>\n";

@@ -36,6 +36,10 @@ struct Limits {
   /// A model run draws (layers x (heads + 1)) maps per report: its maps keep fewer tokens and
   /// fewer cells, so that a page with a value on every cell stays near 1.5 MB (docs/REPORTS.md).
   static constexpr std::size_t model_map_tokens = 12, model_map_cells = 12000;
+  /// false: the page leaves the static SVG maps out and keeps them only in the head view's data
+  /// (2 bytes a weight instead of ~90 with a cell's shape and title): a notebook's display, which
+  /// a srcdoc iframe carries escaped, stays under 1 MB (docs/REPORTS.md, docs/PYTHON.md).
+  bool static_maps = true;
 };
 
 /// count, mean, std, min, max and quantiles of one metric of one scenario.
