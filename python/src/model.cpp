@@ -98,7 +98,7 @@ struct ModelRunResult {
 
   bool report = false;               ///< with report=True: the top reports' maps for report_html
 
-  std::string report_html(const std::string& path) const {
+  std::string report_html(const std::string& path, bool static_maps = true) const {
     if (!report) throw nb::value_error("this run kept no report: run it with report=True");
     RunStats st;
     for (const auto& sc : summary->scenarios) st.reports += sc.reports, st.groups += sc.reports;
@@ -107,6 +107,7 @@ struct ModelRunResult {
     h.weighting_plugin = "model " + summary->model + " (" + args.model + ")", h.threads = summary->threads, h.simd = summary->simd;
     if (axes_spec != args.axes) h.params.push_back("--axes " + axes_spec);
     report::ReportData d = report::build(*summary, h);
+    d.limits.static_maps = static_maps;
     if (path.empty()) return report::html(d, report::figures(d));
     report::write(d, path, "");
     return {};
@@ -294,10 +295,10 @@ void bind_model(nb::module_& m) {
   c.def("summary_json", [](const ModelRunResult& r) { return stamp_summary(r.summary->json(), "model", r.origin, 1); },
            "The summary JSON, byte for byte what `headsep run --model DIR --summary` writes.")
       .def_prop_ro("maps", [](const ModelRunResult& r) { return r.maps; })
-      .def("report_html", [](const ModelRunResult& r, const std::string& path) {
+      .def("report_html", [](const ModelRunResult& r, const std::string& path, bool static_maps) {
              nb::gil_scoped_release unlocked;
-             return r.report_html(path);
-           }, nb::arg("path") = "")
+             return r.report_html(path, static_maps);
+           }, nb::arg("path") = "", nb::arg("static_maps") = true)
       .def_prop_ro("seconds", [](const ModelRunResult& r) { return r.summary->seconds; })
       .def_prop_ro("simd", [](const ModelRunResult& r) { return r.summary->simd; })
       .def_prop_ro("threads", [](const ModelRunResult& r) { return r.summary->threads; })

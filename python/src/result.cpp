@@ -50,9 +50,10 @@ std::string RunResult::summary_json() const {
   return origin ? stamp_summary(summary->json(), "run", *origin, 2) : summary->json();
 }
 
-std::string RunResult::report_html(const std::string& path) const {
+std::string RunResult::report_html(const std::string& path, bool static_maps) const {
   if (!collector) throw nb::value_error("this run kept no report: run it with report=True");
   report::ReportData d = report::build(*summary, *collector, job::report_header(args, options, stats, info.attention, HEADSEP_VERSION));
+  d.limits.static_maps = static_maps;
   if (path.empty()) return report::html(d, report::figures(d));
   report::write(d, path, "");
   return {};
@@ -164,10 +165,10 @@ void bind_result(nb::module_& m) {
   def_rows(c);
   c.def("summary_json", [](const RunResult& r) { return r.summary_json(); },
            "The summary JSON, byte for byte what `headsep run --summary` writes.")
-      .def("report_html", [](const RunResult& r, const std::string& path) {
+      .def("report_html", [](const RunResult& r, const std::string& path, bool static_maps) {
              nb::gil_scoped_release unlocked;
-             return r.report_html(path);
-           }, nb::arg("path") = "", "The HTML report: written to `path` (atomically) and '' returned, or returned.")
+             return r.report_html(path, static_maps);
+           }, nb::arg("path") = "", nb::arg("static_maps") = true, "The HTML report: written to `path` (atomically) and '' returned, or returned.")
       .def_prop_ro("reports", [](const RunResult& r) { return r.stats.reports; })
       .def_prop_ro("groups", [](const RunResult& r) { return r.stats.groups; })
       .def_prop_ro("seconds", [](const RunResult& r) { return r.stats.seconds; })

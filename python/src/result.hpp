@@ -49,7 +49,8 @@ struct RunResult {
   void attach(RunOptions& opt);
   std::vector<ResultSink*> sinks();
   /// The report (docs/REPORTS.md): written to `path` (atomically) when given, else returned.
-  std::string report_html(const std::string& path) const;
+  /// static_maps = false: the maps only in the head view's data (the notebook's display, docs/REPORTS.md).
+  std::string report_html(const std::string& path, bool static_maps = true) const;
 };
 
 /// The progress bar of a Python run (progress=True): a sink that counts the reports the run has

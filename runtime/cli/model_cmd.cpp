@@ -151,10 +151,12 @@ void check_model_args(const RunArgs& a, bool report) {
   if (!a.format.empty() || !a.output.empty() || !a.reports.empty())
     throw UsageError("--model writes the per layer x head summary (--summary PATH and the table), rows with "
                      "--per-report PATH and maps with --attention PATH; --format, --output and --report do not apply");
-  if (a.attention.empty() && (a.attention_reports != "first:8" || a.attention_layers != "all"))
-    throw UsageError("--attention-reports and --attention-layers choose what --attention PATH writes: give --attention");
+  if (a.attention.empty() && !(report && !a.attention_reports.empty()) &&
+      (!a.attention_reports.empty() || a.attention_layers != "all"))
+    throw UsageError("--attention-reports and --attention-layers choose what --attention PATH writes and, with "
+                     "--report-html, the head view's reports: give --attention or --report-html");
   if (!a.per_report.empty()) format_from_extension(a.per_report);
-  if (!a.attention.empty()) parse_keep(a.attention_reports), parse_layers(a.attention_layers);
+  if (!a.attention.empty() || report) parse_keep(a.attention_reports), parse_layers(a.attention_layers);
   if (dist::size() > 1 && (a.mpi.csv != dist::Options::Csv::rank0 || a.mpi.rows != dist::Options::Rows::gather))
     throw UsageError("--model under mpirun: --mpi-csv ranges and --mpi-rows offsets do not apply (rank 0 reads the "
                      "text and gathers every row)");
@@ -202,6 +204,13 @@ int model_cmd(const RunArgs& a) {
     return 0;
   }
   ModelOutputs outputs(a, model_run_info(model, axes, mo.model_axes), mo);
+  // --attention-reports with a report: those reports' whole maps, every dumped layer, for the head view.
+  std::unique_ptr<report::ChosenMaps> chosen;
+  if (report && !a.attention_reports.empty()) {
+    if (!outputs.keep) outputs.keep = parse_keep(a.attention_reports);  // (its copies share what they saw)
+    if (!mo.dump_reports) mo.dump_reports = *outputs.keep, mo.dump_layers = parse_layers(a.attention_layers);
+    mo.sinks.push_back((chosen = std::make_unique<report::ChosenMaps>(*outputs.keep)).get());
+  }
   std::unique_ptr<ChunkExchange> exchange;
   if (dist::size() > 1) mo.exchange = (exchange = dist::make_merger(*source, true)).get();
   ProfileRun prof(a);  // --profile / --trace: the engine's profiler, the model's stages
@@ -221,7 +230,9 @@ int model_cmd(const RunArgs& a) {
     report::Header h = report_header(a, ro, st, true);
     h.weighting_plugin = "model " + sum.model + " (" + a.model + ")", h.threads = sum.threads, h.simd = sum.simd;
     if (axes_spec != a.axes) h.params.push_back("--axes " + axes_spec);
-    report::write(report::build(sum, h), a.report_html, a.plot_svg);
+    report::ReportData data = report::build(sum, h);
+    if (chosen) data.chosen = chosen->take();
+    report::write(data, a.report_html, a.plot_svg);
   }
   if (!a.summary.empty()) {
     OutputFile out(a.summary);

@@ -32,7 +32,7 @@ struct RunArgs : job::JobArgs {
   std::string format, output;
   std::string per_report, summary;             // --per-report PATH, --summary PATH
   bool quiet = false;
-  std::string attention, attention_reports = "first:8";  // --attention PATH, --attention-reports SPEC
+  std::string attention, attention_reports;  // --attention PATH, --attention-reports SPEC ("": first:8)
   std::string attention_layers = "all";                   // --attention-layers (--model): all | L,M,...
   std::string report_html, plot_svg;            // --report-html PATH, --plot-svg DIR (runtime/report)
   bool sweep_value = false;                     // one value of `headsep sweep`: no rows, no table

@@ -18,7 +18,8 @@
 namespace headsep::cli {
 
 /// --attention-reports: first:N | all | index:I,J,... | id:A,B,... -> which reports keep maps.
-KeepReports::KeepReports(const std::string& spec) : spec_(spec) {
+KeepReports::KeepReports(const std::string& given) : spec_(given.empty() ? "first:8" : given) {  // (not given: the default)
+  const std::string& spec = spec_;
   const auto colon = spec.find(':');
   const std::string kind = spec.substr(0, colon), rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
   std::vector<std::string> list;
@@ -117,7 +118,9 @@ CLI::App* add_run(CLI::App& app, RunArgs& ra) {
                                        "the source has random access; attention schemes: 65536 / d_model, within 32..8192)"));
   runc->add_option("--attention", ra.attention,
                    "Attention schemes: write the attention maps (and multi-head output) of chosen reports as JSON lines");
-  runc->add_option("--attention-reports", ra.attention_reports, "Reports --attention keeps: first:N, all, index:I,J,.., id:A,B,..")
+  runc->add_option("--attention-reports", ra.attention_reports,
+                   "Reports --attention keeps (default first:8) and, with a report, the head view shows whole: first:N, all, "
+                   "index:I,J,.., id:A,B,..")
       ->capture_default_str();
   runc->add_option("--attention-layers", ra.attention_layers, "--model: the layers whose maps --attention writes: all, or L,M,...")
       ->capture_default_str();
@@ -164,6 +167,10 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
       throw UsageError("--attention: weighting '" + a.weighting + "' is not an attention scheme (try qkv or positional)");
     opt.keep_maps = *(keep = parse_keep(a.attention_reports));
   }
+  // --attention-reports with a report: those reports' whole maps for the head view (ChosenMaps).
+  const bool pick = report && info.attention && !a.attention_reports.empty();
+  if (pick && !keep) keep = parse_keep(a.attention_reports);  // (its copies share what they saw)
+  if (pick && !opt.keep_maps) opt.keep_maps = *keep;
   // Scale-out (runtime/dist/): several ranks on one node share its cores unless --threads says;
   // ranks 1..K-1 compute their share and leave every output to rank 0.
   if (a.threads == 0 && dist::local_size() > 1)
@@ -207,6 +214,8 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
     collector = std::make_unique<report::Collector>(info, limits);
     sinks.push_back(collector.get());
   }
+  std::unique_ptr<report::ChosenMaps> chosen;
+  if (pick) sinks.push_back((chosen = std::make_unique<report::ChosenMaps>(*keep)).get());
   std::unique_ptr<Summary> summary;
   // The table is the answer when no rows were asked for, or alongside --summary/--per-report.
   const bool table = !rows_to_stdout && !a.quiet && (a.output.empty() || !a.summary.empty() || !a.per_report.empty());
@@ -228,8 +237,11 @@ int execute(Setup& s, const RunArgs& a, const std::function<void(const Summary&,
     out.write(text);
     out.commit();
   }
-  if (report)
-    report::write(report::build(*summary, *collector, report_header(a, opt, stats, info.attention)), a.report_html, a.plot_svg);
+  if (report) {
+    report::ReportData data = report::build(*summary, *collector, report_header(a, opt, stats, info.attention));
+    if (chosen) data.chosen = chosen->take();
+    report::write(data, a.report_html, a.plot_svg);
+  }
   if (after) after(*summary, stats);
   prof.commit_trace();
   for (auto& f : files) f->commit();
@@ -255,7 +267,7 @@ int run_cmd(const RunArgs& a) {
   if (!a.format.empty()) parse_format(a.format);
   if (!a.per_report.empty()) format_from_extension(a.per_report);
   run_options(a);
-  if (a.attention_reports != "first:8") parse_keep(a.attention_reports);
+  if (!a.attention_reports.empty()) parse_keep(a.attention_reports);
   if (dist::size() > 1 && a.input == "-")
     throw UsageError("--input -: standard input reaches rank 0 only; under mpirun give a file every rank can open");
   if (dist::rank() == 0) check_outputs(a);

@@ -83,6 +83,7 @@ AxisMap bind_model_axes(const JobArgs& a, const std::vector<AxisSpec>& specs, co
     std::string have, spec;
     for (const auto& f : features) {
       if (f == "token_id" || f == "text_status") continue;  // the text generators' own features
+      if (std::find(std::begin(kTokenAxes), std::end(kTokenAxes), f) != std::end(kTokenAxes)) continue;  // --token-axes
       have += (have.empty() ? "'" : ", '") + f + "'";
       spec += (spec.empty() ? "" : ";") + f + "=" + f;
     }

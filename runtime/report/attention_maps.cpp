@@ -17,8 +17,13 @@ Figure attention_map(const ReportData& d, std::size_t si, std::size_t mi, std::u
   const auto& s = d.scenarios[si];
   const auto& m = s.maps[mi];
   const double cell = m.keys > 24 ? 14 : 20;
+  const std::vector<std::string> shown_tokens = display_tokens(m.tokens);  // as text; the raw piece on hover
+  auto label = [&](std::size_t t) {  // a token's label with its raw piece as <title> when they differ
+    if (t >= m.tokens.size()) return "#" + std::to_string(t);
+    return escape(cut(shown_tokens[t], 14)) + (shown_tokens[t] == m.tokens[t] ? "" : "<title>" + escape(m.tokens[t]) + "</title>");
+  };
   std::size_t longest = 1;
-  for (const auto& t : m.tokens) longest = std::max(longest, std::min<std::size_t>(14, t.size()));
+  for (const auto& t : shown_tokens) longest = std::max(longest, std::min<std::size_t>(14, t.size()));
   const double L = 30 + std::min(110.0, 7.0 * double(longest)), T = 60 + std::min(80.0, 5.0 * double(longest));
   const double W = std::max(340.0, L + cell * m.keys + 20), H = T + cell * m.queries + 56;
   Figure f;
@@ -35,29 +40,28 @@ Figure attention_map(const ReportData& d, std::size_t si, std::size_t mi, std::u
   o += text(8, 34, escape(sub), "fill=\"#444\"");
   for (std::uint32_t k = 0; k < m.keys; ++k)
     o += "<text class=\"token key\" transform=\"translate(" + px(L + cell * (k + 0.5) + 3) + "," + px(T - 6) +
-         ") rotate(-60)\">" + escape(cut(m.tokens[k], 14)) + "</text>\n";
+         ") rotate(-60)\">" + label(k) + "</text>\n";
   // One shared cell shape (<use>), a row per query (its y once), each cell with its numbers on
-  // hover: query token, key token, weight (3 decimals). The lightest colour is the row's, so the
+  // hover: key token and weight (3 decimals; the row is its query, outlined on hover by the page's
+  // style: naming the query in every cell cost ~10 % of a model page). The lightest colour is the row's, so the
   // many near-zero cells carry no fill of their own. Keeps a map near 60 bytes a cell.
   const std::string shape = "k" + std::to_string(si) + "-" + std::to_string(mi) + "-" + std::to_string(h);
   const std::string light = blues(0);
   o += "<defs><rect id=\"" + shape + "\" width=\"" + px(cell - 1) + "\" height=\"" + px(cell - 1) + "\"/></defs>\n";
   std::vector<std::string> keys(m.keys), xs(m.keys);
-  for (std::uint32_t k = 0; k < m.keys; ++k) keys[k] = escape(cut(m.tokens[k], 20)), xs[k] = px(L + cell * k);
+  for (std::uint32_t k = 0; k < m.keys; ++k) keys[k] = escape(cut(shown_tokens[k], 20)), xs[k] = px(L + cell * k);
   char weight[16];
   for (std::uint32_t q = 0; q < m.queries; ++q) {
     const std::uint32_t tok = m.first_query + q;
-    const std::string name = tok < m.tokens.size() ? m.tokens[tok] : "#" + std::to_string(tok);
-    o += text(L - 6, T + cell * (q + 0.5) + 4, escape(cut(name, 14)), "class=\"token query\" text-anchor=\"end\"");
+    o += text(L - 6, T + cell * (q + 0.5) + 4, label(tok), "class=\"token query\" text-anchor=\"end\"");
     o += "<g class=\"row\" data-query=\"" + std::to_string(tok) + "\" transform=\"translate(0," + px(T + cell * q) +
          ")\" fill=\"" + light + "\">";
-    const std::string qname = escape(cut(name, 20)) + " → ";
     for (std::uint32_t k = 0; k < m.keys; ++k) {
       const double w = m.maps[(std::size_t(h) * m.queries + q) * m.keys + k];
       const std::string colour = blues(std::round(w * 64) / 64);  // 65 shades; the title has the weight
       std::snprintf(weight, sizeof weight, "%.3f", w);
-      o += "<use href=\"#" + shape + "\" x=\"" + xs[k] + "\"" + (colour == light ? "" : " fill=\"" + colour + "\"") + "><title>" +
-           qname + keys[k] + ": " + weight + "</title></use>";
+      o += "<use href=\"#" + shape + "\" x=\"" + xs[k] + "\"" + (colour == light ? "" : " fill=\"" + colour + "\"") + "><title>" + keys[k] + ": " +
+           weight + "</title></use>";
     }
     o += "</g>\n";
   }

@@ -15,19 +15,23 @@ namespace {
 // Model runs: the layer x head grids, per layer the heads' entropy and separation strips, then
 // the maps (chosen first, so that a grid cell links only to a map that is drawn).
 void add_model_figures(const ReportData& d, std::vector<Figure>& out) {
-  std::vector<Figure> maps = model_maps(d);
+  std::vector<Figure> maps = d.limits.static_maps ? model_maps(d) : std::vector<Figure>{};
   std::set<std::string> drawn;
   for (const auto& f : maps) drawn.insert(f.id);
   for (const auto& g : d.grids) out.push_back(model_grid(g, drawn));
-  double ent_hi = 1e-3, sep_hi = 1e-3;
-  for (const auto& s : d.scenarios) {
-    for (const auto& st : s.entropy) ent_hi = std::max(ent_hi, st.max);
-    for (const auto& st : s.head_separation) sep_hi = std::max(sep_hi, st.max);
-  }
+  // Strips draw p01..p99 and the mean: entropy on one axis from 0 for every layer (nats compare
+  // across layers), separation on each layer's own p01..p99 (the strip says so), so that neither is
+  // squashed by an outlier's maximum or by another layer's range.
+  double ent_hi = 1e-3;
+  for (const auto& s : d.scenarios)
+    for (const auto& st : s.entropy) ent_hi = std::max({ent_hi, st.p99, st.mean});
   for (std::size_t i = 0; i < shown(d); ++i) {
     const auto& s = d.scenarios[i];
     if (!s.entropy.empty()) out.push_back(strips(d, i, "entropy", s.entropy, 0, ent_hi, 0, "model-dist"));
-    if (!s.head_separation.empty()) out.push_back(strips(d, i, "separation", s.head_separation, 0, sep_hi, 1, "model-dist"));
+    if (s.head_separation.empty()) continue;
+    double lo = s.head_separation[0].p01, hi = lo;
+    for (const auto& st : s.head_separation) lo = std::min({lo, st.p01, st.mean}), hi = std::max({hi, st.p99, st.mean});
+    out.push_back(strips(d, i, "separation", s.head_separation, lo, hi, 1, "model-dist"));
   }
   for (auto& f : maps) out.push_back(std::move(f));
 }
@@ -38,7 +42,8 @@ void add_attention_figures(const ReportData& d, std::vector<Figure>& out) {
   double ent_hi = 0;
   for (const auto& s : d.scenarios)
     for (const auto& st : s.entropy) ent_hi = std::max(ent_hi, st.max);
-  const std::vector<std::size_t> fit = maps_that_fit(d);
+  std::vector<std::size_t> fit = maps_that_fit(d);
+  if (!d.limits.static_maps) fit.assign(fit.size(), 0);  // the head view alone holds them
   for (std::size_t i = 0; i < shown(d); ++i) {
     const auto& s = d.scenarios[i];
     out.push_back(strips(d, i, "entropy", s.entropy, 0, std::max(ent_hi, 1e-3)));

@@ -16,6 +16,14 @@ namespace headsep::report {
 /// Scenarios drawn in detail: the first Limits::scenarios (the header table lists them all).
 std::size_t shown(const ReportData& d);
 
+// ---- tokens.cpp
+
+/// Tokens as text, one per raw token: byte-level BPE pieces (GPT-2's 'Ġ') and byte-fallback
+/// "<0xNN>" runs decoded to their UTF-8 characters, SentencePiece's '▁' as a space, spaces and
+/// controls shown as '␣', '↵', '⇥', bytes that form no character as ⟨NN⟩. Text pieces (WordPiece,
+/// Korean, ...) are returned as they are.
+std::vector<std::string> display_tokens(const std::vector<std::string>& raw);
+
 // ---- seed_plot.cpp
 
 /// The seed's plot of every scenario drawn, all on the same axes.

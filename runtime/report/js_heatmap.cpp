@@ -50,7 +50,7 @@ Figure js_heatmap(const ReportData& d, std::size_t si) {
            "</title></g>\n";
     }
   }
-  o += colour_bar(L, T + cell * n + 14, std::min(200.0, W - L - 20), number(lo, 3), number(hi, 3) + " nats", viridis);
+  o += colour_bar(L, T + cell * n + 14, std::min(200.0, W - L - 20), number(lo, 3), number(hi, 3) + " nats", viridis, true);
   f.svg = o + "</svg>\n";
   return f;
 }

@@ -47,7 +47,7 @@ Figure grid_figure(const std::string& id, const std::string& section, const std:
       const std::string target = link ? link(l, c) : std::string();
       o += target.empty() ? cellsvg + "\n" : "<a href=\"#" + target + "\">" + cellsvg + "</a>\n";
     }
-  o += colour_bar(L, T + cell * layers + 14, 200, number(bottom), number(top), viridis);
+  o += colour_bar(L, T + cell * layers + 14, 200, number(bottom), number(top), viridis, true);
   f.svg = o + "</svg>\n";
   return f;
 }

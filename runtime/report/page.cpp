@@ -16,11 +16,14 @@ constexpr const char* kCss = R"(body{margin:24px;color:#222;max-width:1600px}
 h1{font-size:22px;margin:0 0 8px}h2{font-size:18px;margin:28px 0 6px;border-bottom:1px solid #ccc;padding-bottom:4px}h3{font-size:15px;margin:16px 0 4px}
 table{border-collapse:collapse;font-size:13px;margin:6px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}code{font-size:12px;word-break:break-all}
-.figs{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}svg.fig{border:1px solid #eee}p.note{color:#555;font-size:13px;max-width:900px}
+.figs{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}svg.fig{border:1px solid #eee;flex:none;max-width:none}p.note{color:#555;font-size:13px;max-width:900px}
 p.warn{color:#a00;font-size:13px}nav#toc{font-size:13px;margin:10px 0}nav#toc ul{display:inline;padding:0;margin:0 0 0 8px}
 nav#toc li{display:inline;margin-right:14px}details>summary{cursor:pointer;font-size:13px;color:#0057a0;margin:6px 0}
-h4.maprow{font-size:13px;margin:12px 0 4px}.figs.maprow{flex-wrap:nowrap;overflow-x:auto}
-.hv-swatch{display:inline-block;width:10px;height:10px;margin:0 3px 0 10px}#hv-svg text.hv-query{cursor:pointer}#hv-svg{border:1px solid #eee})";
+h4.maprow{font-size:13px;margin:12px 0 4px}svg.attention-map g.row:hover>use{stroke:#d55e00;stroke-width:0.8}.figs.maprow{flex-wrap:nowrap;overflow-x:auto}
+.hv-controls{font-size:13px;margin:4px 0}label.hv-head{display:inline-flex;align-items:center;gap:3px;white-space:nowrap;margin:0 14px 4px 0}
+label.hv-head svg{flex:none}button.hv-only{font-size:10px;padding:0 3px;margin-left:2px}#hv-svg text.hv-query{cursor:pointer}#hv-svg{border:1px solid #eee;flex:none}
+.hv-scroll{max-height:75vh;overflow:auto;display:inline-block;max-width:100%}.hv-grid{display:grid;gap:3px;align-items:center;font-size:11px;margin:10px 0}
+canvas.hv-thumb{width:40px;height:40px;image-rendering:pixelated;border:1px solid #ddd;cursor:pointer}canvas.hv-thumb.on{outline:2px solid #d55e00})";
 
 // A figure inside the page: its font-family attribute dropped (the page names the same stack once;
 // ~110 bytes a figure, 11 KB on a model's page). --plot-svg files keep theirs.
@@ -123,7 +126,13 @@ std::string header_table(const ReportData& d) {
   row("scenario generator", escape(h.scenario_plugin), "scenario");
   row("weighting scheme", escape(h.weighting_plugin), "weighting");
   std::string params;
-  for (const auto& p : h.params) params += (params.empty() ? "" : "<br>") + ("<code>" + escape(p) + "</code>");
+  for (const auto& p : h.params) {
+    // Texts handed over in memory (Python) reach the text plugin as a pipe, /proc/self/fd/N: a
+    // path nobody can open again, so the page says what it was instead.
+    const auto eq = p.find('='), fd = p.find("/proc/self/fd/");
+    const std::string shown = eq != std::string::npos && fd == eq + 1 ? p.substr(0, eq + 1) + "(texts passed in memory)" : p;
+    params += (params.empty() ? "" : "<br>") + ("<code>" + escape(shown) + "</code>");
+  }
   row("parameters", params.empty() ? "(defaults)" : params, "params");
   if (!d.axes.empty() || !d.scaling)  // a scaling page of a model's run knows neither
     row("context axes", escape([&] {
@@ -184,7 +193,9 @@ std::string model_sections(const ReportData& d, const std::vector<Figure>& figs)
        std::to_string(d.limits.map_tokens) + " tokens; rows are queries, columns keys; every cell shows its query, "
        "key and weight on hover.</p>\n";
   if (kept == 0) o += "<p class=\"note\">No maps were kept in this run.</p>\n";
-  if (drawn < kept * (d.heads + 1))
+  if (kept > 0 && !d.limits.static_maps) o += "<p class=\"note\">This display leaves the static maps out (a notebook's page stays under 1 MB); the head "
+         "view above holds the same weights, and <code>report_html(path)</code> writes them.</p>\n";
+  else if (drawn < kept * (d.heads + 1))
     o += "<p class=\"warn\">Maps beyond each scenario's top report are drawn only while the report holds fewer than " +
          count(d.limits.map_cells) + " map cells; some are not drawn.</p>\n";
   o += collapsed(std::to_string(drawn) + " maps, one row per layer and report", map_rows(figs)) + "</section>\n";
@@ -229,7 +240,9 @@ std::string attention_section(const ReportData& d, const std::vector<Figure>& fi
        " reports with the largest head_separation over the whole run (the summary's top list, <code>--top</code>), in "
        "that order; rows are queries, columns keys.</p>\n";
   if (kept == 0) o += "<p class=\"note\">No maps were kept in this run (<code>--top 0</code>).</p>\n";
-  if (drawn < kept * (d.heads + 1))
+  if (kept > 0 && !d.limits.static_maps) o += "<p class=\"note\">This display leaves the static maps out (a notebook's page stays under 1 MB); the head "
+         "view above holds the same weights, and <code>report_html(path)</code> writes them.</p>\n";
+  else if (drawn < kept * (d.heads + 1))
     o += "<p class=\"warn\">Some kept maps are not drawn: the report holds at most " + count(d.limits.map_cells) +
          " map cells.</p>\n";
   o += collapsed(std::to_string(drawn) + " maps, one row per scenario and report", map_rows(figs)) + "</section>\n";

@@ -18,7 +18,8 @@ Figure strips(const ReportData& d, std::size_t si, const std::string& stat, cons
   f.title = stat + " per head: " + cut(s.name, 30);
   std::string o = svg_open(f.id, "strips", W, B + 48);
   o += text(8, 18, escape(f.title), "font-size=\"14\" font-weight=\"bold\" class=\"fig-title\"");
-  o += text(8, 36, "line p01–p99 · box p10–p90 · tick p50 · dot mean", "fill=\"#444\"");
+  o += text(8, 36, std::string("line p01–p99 · box p10–p90 · tick p50 · dot mean") + (lo > 0 ? " · axis: this figure's range" : ""),
+            "fill=\"#444\"");
   o += x_axis(t, sx, T, B,
               stat == "entropy"      ? "entropy (nats)"
               : stat == "confidence" ? "confidence (max weight)"

@@ -7,6 +7,7 @@
 // bounded whatever the number of reports.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,6 +36,10 @@ struct Limits {
   /// A model run draws (layers x (heads + 1)) maps per report: its maps keep fewer tokens and
   /// fewer cells, so that a page with a value on every cell stays near 1.5 MB (docs/REPORTS.md).
   static constexpr std::size_t model_map_tokens = 12, model_map_cells = 12000;
+  /// false: the page leaves the static SVG maps out and keeps them only in the head view's data
+  /// (2 bytes a weight instead of ~90 with a cell's shape and title): a notebook's display, which
+  /// a srcdoc iframe carries escaped, stays under 1 MB (docs/REPORTS.md, docs/PYTHON.md).
+  bool static_maps = true;
 };
 
 /// count, mean, std, min, max and quantiles of one metric of one scenario.
@@ -90,6 +95,14 @@ struct Scenario {
   /// report's layers by them); "" and 0 for every other run.
   std::string model_scenario;
   std::uint32_t layer = 0;
+};
+
+/// A report's maps picked by the user (--attention-reports with a report): every query and key of
+/// every layer kept, for the head view (docs/REPORTS.md, "The head view").
+struct ChosenMap {
+  std::string scenario;    ///< the run's scenario (a model run's: the model scenario)
+  std::uint32_t layer = 0; ///< a model run's layer; 0 otherwise
+  AttentionMap map;        ///< queries = all_queries, keys = n
 };
 
 /// A parameter sweep: per value, per scenario, statistics of head_separation.
@@ -158,6 +171,9 @@ struct ReportData {
   /// grids and the top reports' maps.
   bool distributions = true;
   std::vector<Grid> grids;
+  /// The reports --attention-reports picks, whole, in run order (ChosenMaps): the head view shows
+  /// them first, then the drawn maps of the top reports.
+  std::vector<ChosenMap> chosen;
 };
 
 /// The sink that keeps, while a run streams, what the report needs beyond the Summary: context
@@ -191,6 +207,23 @@ class Collector final : public ResultSink {
   Limits limits_;
   std::vector<Kept> scenarios_;
   std::map<std::string, std::size_t> index_;
+};
+
+/// The sink that keeps the whole maps (every query, every key, every layer the run dumps) of the
+/// reports `pick` chooses, from BatchResult::dumps (RunOptions::keep_maps, or a model run's
+/// ModelRunOptions::dump_reports): the head view's reports of the user's choice. Memory and page
+/// weight grow with what is picked: 2 bytes a weight in the page, (heads + 1) x n^2 per layer.
+class ChosenMaps final : public ResultSink {
+ public:
+  explicit ChosenMaps(std::function<bool(const ReportBatch&, std::size_t)> pick) : pick_(std::move(pick)) {}
+  void prepare(const BatchResult& result, std::unique_ptr<SinkPartial>& partial) const override;
+  void consume(const BatchResult& result, SinkPartial* partial) override;
+  /// What was kept, in batch order, then report, then layer.
+  std::vector<ChosenMap> take() { return std::move(kept_); }
+
+ private:
+  std::function<bool(const ReportBatch&, std::size_t)> pick_;
+  std::vector<ChosenMap> kept_;
 };
 
 /// Builds the report's data from a run's Summary and Collector (same run, same scenarios).

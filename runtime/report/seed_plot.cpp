@@ -111,7 +111,8 @@ std::string place_labels(const std::vector<LabelWant>& wants, const std::vector<
 Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
   const auto& s = d.scenarios[si];
   const std::size_t axes = d.axes.size();
-  const double W = 400, L = 64, R = 388, T = 50, B = 262;
+  // W leaves 26 px right of the plane: the last x tick's label is centred on R.
+  const double W = 414, L = 64, R = 388, T = 50, B = 262;
   const Scale sx{dom.x.lo, dom.x.hi, L, R}, sy{dom.y.lo, dom.y.hi, B, T};
   Figure f;
   f.id = "seed-plot-" + std::to_string(si);
@@ -120,10 +121,12 @@ Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
   std::string o;  // the <svg> element is opened at the end, when the legend's height is known
   o += "<title>" + escape(f.title) + "</title>\n";
   o += text(8, 18, escape(cut(s.name, 48)), "font-size=\"14\" font-weight=\"bold\" class=\"fig-title\"");
-  const bool single = s.count <= 1 || (s.top.size() == 1 && s.count == 1);
+  // One report drawn as itself; a model run keeps no per-report contexts (top is empty), so its
+  // one-report layer is drawn from the mean like any other (it said "no reports").
+  const bool single = (s.count <= 1 && !s.top.empty()) || (s.count == 0);
   const auto& sep = s.separation.stats;
   std::string sub = single ? (s.top.empty() ? "no reports" : "report " + s.top[0].id + " · head_separation " + number(s.top[0].separation))
-                           : count(s.count) + " reports · mean head_separation " + number(sep.mean);
+                           : count(s.count) + (s.count == 1 ? " report" : " reports") + " · mean head_separation " + number(sep.mean);
   o += text(8, 36, escape(cut(sub, 70)), "fill=\"#444\" class=\"fig-subtitle\"");
   o += x_axis(dom.x, sx, T, B, axes > 0 ? d.axes[0] : "", (L + R) / 2);
   o += y_axis(dom.y, sy, L, R, axes > 1 ? d.axes[1] : "(one axis)", (T + B) / 2);
@@ -150,14 +153,14 @@ Figure seed_plot(const ReportData& d, std::size_t si, const PlaneDomain& dom) {
       wants.push_back({mx, my, len > 0 ? -dy / len : 0, len > 0 ? dx / len : -1, label});
     }
     // Heads 1..H, then the baseline above them as a ring: it hid under heads at the same place
-    // (a model's layer 0); a ring stays visible there and lets the head show through.
+    // (a model's layer 0); a ring wider than a head's marker (7 vs 6) stays visible around it.
     for (std::uint32_t k = 1; k <= d.heads + 1; ++k) {
       const std::uint32_t h = k % (d.heads + 1);
       const double x = ctx(c, axes, h, 0), y = ctx(c, axes, h, 1);
       marks.push_back({X(h), Y(h)});
       const std::string attrs = "class=\"marker head-" + std::to_string(h) + "\" data-head=\"" + std::to_string(h) +
                                 "\" data-x=\"" + exact(x) + "\" data-y=\"" + exact(y) + "\"";
-      g += (h ? glyph(h, X(h), Y(h), 6, attrs, opacity, outlined) : baseline_ring(X(h), Y(h), 5, attrs, opacity)) +
+      g += (h ? glyph(h, X(h), Y(h), 6, attrs, opacity, outlined) : baseline_ring(X(h), Y(h), 7, attrs, opacity)) +
            "<title>" + escape(head_label(h) + " (" + what + " " + id + "): (" + number(x, 4) + ", " + number(y, 4) + ")") +
            "</title></path>\n";
     }

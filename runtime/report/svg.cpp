@@ -214,6 +214,13 @@ std::string rect(double x, double y, double w, double h, const std::string& attr
 std::string head_label(std::uint32_t h) { return h ? "head " + std::to_string(h) : std::string("single-head baseline"); }
 std::string head_short(std::uint32_t h) { return h ? "head" + std::to_string(h) : std::string("single"); }
 
+std::string marker_path(std::uint32_t h, double r) { return shape_path(marker(h).shape, r); }
+
+const char* head_dash(std::uint32_t h) {
+  static constexpr const char* dashes[] = {"", "6 3", "1.5 2.5", "7 3 1.5 3"};
+  return h == 0 ? "" : dashes[((h - 1) / 8) % 4];
+}
+
 // A marker glyph; `attrs` adds classes and data. Yellow and light colours get a dark outline.
 std::string glyph(std::uint32_t h, double x, double y, double r, const std::string& attrs, double opacity,
                   bool outlined) {
@@ -297,10 +304,13 @@ std::string cut(const std::string& s, std::size_t max_chars) {
 }
 
 std::string colour_bar(double x, double y, double w, const std::string& lo, const std::string& hi,
-                       const std::function<std::string(double)>& colour) {
+                       const std::function<std::string(double)>& colour, bool stretched) {
   std::string o;
   for (int i = 0; i < 20; ++i) o += rect(x + w * i / 20, y, w / 20 + 0.5, 10, "fill=\"" + colour((i + 0.5) / 20) + "\"");
   o += text(x, y + 22, escape(lo), "text-anchor=\"start\"") + text(x + w, y + 22, escape(hi), "text-anchor=\"end\"");
+  if (stretched)
+    o += text(x, y + 36, escape(lo == hi ? "one colour: every value is " + lo : "colours stretched to the data's range, " + lo + " to " + hi),
+              "fill=\"#a04000\" class=\"scale-note\"");
   return o;
 }
 

@@ -27,6 +27,12 @@ std::string rect(double x, double y, double w, double h, const std::string& attr
 /// "head 3" or "single-head baseline" (h = 0); head_short: "head3" or "single".
 std::string head_label(std::uint32_t h);
 std::string head_short(std::uint32_t h);
+/// The outline of head h's marker shape around (0, 0), about 2r across (an SVG path's d).
+std::string marker_path(std::uint32_t h, double r);
+/// Head h's dash pattern for lines (stroke-dasharray; "" solid): heads 1-8 solid, 9-16 dashed,
+/// 17-24 dotted, 25-32 dash-dot, then again. With marker()'s colours, which shift by one every 8
+/// heads, (colour, dash) differs for every pair of heads up to 32; the baseline is solid grey.
+const char* head_dash(std::uint32_t h);
 /// A marker glyph; `attrs` adds classes and data. Yellow and light colours get a dark outline.
 /// The <path> is left open: the caller adds a <title> or closes it.
 std::string glyph(std::uint32_t h, double x, double y, double r, const std::string& attrs, double opacity = 1,
@@ -47,8 +53,10 @@ std::string viridis(double t);
 /// White to dark blue for attention weights in [0, 1].
 std::string blues(double t);
 /// A horizontal bar of `colour` from 0 to 1, `w` wide, labelled `lo` and `hi` below its ends.
+/// `stretched`: the scale spans the data's own range (not the metric's), said under the bar so
+/// that a narrow range painted dark to bright reads as narrow.
 std::string colour_bar(double x, double y, double w, const std::string& lo, const std::string& hi,
-                       const std::function<std::string(double)>& colour);
+                       const std::function<std::string(double)>& colour, bool stretched = false);
 
 /// `s` cut to `max_chars` code points (not bytes), "…" added when cut.
 std::string cut(const std::string& s, std::size_t max_chars);

@@ -93,5 +93,7 @@ def test_report_html(workdir):
     assert res.report_html(workdir / "r.html") is None
     assert (workdir / "r.html").read_text(encoding="utf-8") .startswith("<!DOCTYPE html>")
     inline = res._repr_html_()
-    assert inline.startswith("<iframe") and "&lt;svg" in inline
+    assert inline.startswith("<iframe") and "srcdoc='" in inline
+    src = inline[inline.index("srcdoc='") + 8:inline.rindex("'></iframe>")]
+    assert "'" not in src and src.replace("&#39;", "'").replace("&amp;", "&") == res.report_html()
     assert sorted(p.name for p in workdir.iterdir()) == ["r.html"]  # no temporary left beside it

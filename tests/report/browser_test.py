@@ -369,7 +369,7 @@ def finish_checks(tmp, doms, ex, att, mod):
         dangling = [e["attrs"]["href"] for e in els if e["tag"] == "a" and e["attrs"].get("href", "").startswith("#")
                     and e["attrs"]["href"][1:] not in ids]
         check(not dangling, f"{name}: no link to an anchor the page lacks" + (f" ({dangling[:3]})" if dangling else ""))
-    # Numbers on hover: histogram bars, map cells (query, key, weight), heatmap cells.
+    # Numbers on hover: histogram bars, map cells (key, weight; the row is the query), heatmap cells.
     bars = [e for e in doms[ex] if e["svg"] == "dist-head_separation" and "bar" in classes(e)]
     check(bars and all("report" in b["text"] and "…" in b["text"] for b in bars),
           f"example: every histogram bar has its range and count on hover ({len(bars)} bars)")
@@ -380,9 +380,12 @@ def finish_checks(tmp, doms, ex, att, mod):
         cells = [e for e in doms[path] if e["svg"] == mid and e["tag"] == "use"]
         fig = by_id(doms[path])[mid]
         n = len([e for e in doms[path] if e["svg"] == mid and "key" in classes(e)])
-        ok = cells and all(re.match(r".+ → .+: [0-9.e-]+$", c["text"]) for c in cells)
-        check(ok and len(cells) % n == 0, f"{os.path.basename(path)}: every cell of {mid} has query → key: weight on "
-              f"hover ({len(cells)} cells, {n} keys, report {fig['attrs'].get('data-report')})")
+        # A cell names its key and weight; its row (g.row, data-query) is the query, outlined on hover.
+        ok = cells and all(re.match(r".+: [0-9.e-]+$", c["text"]) for c in cells)
+        rows = [e for e in doms[path] if e["svg"] == mid and e["tag"] == "g" and "row" in classes(e)]
+        check(ok and len(cells) % n == 0 and len(rows) * n == len(cells),
+              f"{os.path.basename(path)}: every cell of {mid} has key: weight on hover, one row group per query "
+              f"({len(cells)} cells, {n} keys, report {fig['attrs'].get('data-report')})")
     for path in [att] + ([mod] if mod else []):
         size = os.path.getsize(path)
         check(size <= 1_500_000, f"{os.path.basename(path)}: {size / 1e6:.2f} MB, within 1.5 MB")
@@ -498,7 +501,7 @@ def main():
 
         # ---- and from the pixels Chromium painted (the standalone SVG of the first scenario)
         png = os.path.join(tmp, "seed0.png")
-        browse("file://" + os.path.join(tmp, "svg", "seed-plot-0.svg"), tmp, ["--screenshot=" + png, "--window-size=400,374"])
+        browse("file://" + os.path.join(tmp, "svg", "seed-plot-0.svg"), tmp, ["--screenshot=" + png, "--window-size=414,374"])
         w, h, rows = read_png(png)
         els_svg = parse_dom(open(os.path.join(tmp, "svg", "seed-plot-0.svg"), encoding="utf-8").read())
         tx, ty = axis_px(els_svg, "seed-plot-0", "x"), axis_px(els_svg, "seed-plot-0", "y")

@@ -222,6 +222,8 @@ def drive(cdp, page, maps, report, layer, heads, query, keys, what, scenario=Non
     tokens = maps[(report, "tokens")][:keys]
     check(len(keys_shown) == keys and all(t.startswith(k.rstrip("…")) for k, t in zip(keys_shown, tokens)),
           f"{what}: the view's key tokens are the report's first {keys} ({keys_shown[:4]})")
+    note = cdp.js(s, "document.getElementById('hv-note').textContent")
+    check(f"all {keys} tokens" in note or f"first {keys} of" in note, f"{what}: the note says how many tokens ({note})")
     x, y = cdp.js(s, CENTRE % query)
     check(cdp.js(s, LINES) == [], f"{what}: no lines before a token is hovered")
     cdp.mouse(s, "mouseMoved", x, y)
@@ -286,7 +288,8 @@ def main():
             # --top 1: the page draws the maps of the summary's top report, that report alone.
             report = json.load(open(mod_summary))["scenarios"][0]["top"][0]["report_id"]
             n = len(maps[(report, "tokens")])
-            drive(cdp, mod, maps, report, 3, [2, 5, 11], 1, min(n, 12), "model run, layer 3", scenario=EVIL)
+            # --attention-reports all with the report: the view holds every report whole (ChosenMaps).
+            drive(cdp, mod, maps, report, 3, [2, 5, 11], 1, n, "model run, layer 3", scenario=EVIL)
         check(not cdp.errors(), f"no script errors in the pages ({cdp.errors()[:1]})")
     finally:
         if cdp:
