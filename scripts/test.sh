@@ -33,7 +33,7 @@ if [ "${san[0]:-}" = "--tsan" ]; then
   # seed's script, the tokenizer's refusals) take a third of this phase and exercise no thread the
   # tests kept here do not: the plain and ASan runs keep them.
   # Everything else runs, the engine and plugin tests included.
-  skip=(-E "^(summary_schema|text and model errors name|run --model truncates|empty and whitespace-only texts in the middle|the seed's own Python script|model --profile: a sequential text source|30000 head columns|the CSV reader agrees with Python|run --model per-report options|ModelTokenizer: |a token id past the embedding|f64 kernels are bit-identical|a multi-slot kernel call equals|f32 kernels agree with the scalar|large d_k and n|AttentionPlan: grouping never changes a bit|a report resuming after more than a million|BERT forward matches the NumPy|BERT forward: grouping and chunking|headsep run --model: ops-text through MiniLM|run --model --per-report and --attention match the NumPy|report: a real model's layer x head grids|run --model rows and maps: the same bytes for any thread count|report_in_headless_chromium|report_head_view_in_chromium|profile: names a weighting plugin that sleeps)" -LE dist)
+  skip=(-E "^(summary_schema|text and model errors name|run --model truncates|empty and whitespace-only texts in the middle|the seed's own Python script|model --profile: a sequential text source|30000 head columns|the CSV reader agrees with Python|run --model per-report options|ModelTokenizer: |a token id past the embedding|f64 kernels are bit-identical|a multi-slot kernel call equals|f32 kernels agree with the scalar|large d_k and n|AttentionPlan: grouping never changes a bit|a report resuming after more than a million|BERT forward matches the NumPy|BERT forward: grouping and chunking|headsep run --model: ops-text through MiniLM|run --model --per-report and --attention match the NumPy|report: a real model's layer x head grids|run --model rows and maps: the same bytes for any thread count|report_in_headless_chromium|report_head_view_in_chromium|report_layout_in_chromium|profile: names a weighting plugin that sleeps)" -LE dist)
 elif [ "${san[0]:-}" = "--sanitize" ]; then
   # A time-share assertion (a sleeping plugin >= 80 % of busy time) that a sanitizer's slowdown of
   # the other stages can break; the plain suite keeps it, the other profile tests run here.
@@ -44,8 +44,8 @@ elif [ "${san[0]:-}" = "--sanitize" ]; then
   # head grids on 40 reports; rows' byte-identity over 9 thread/chunk groupings) take a third of
   # this phase; the plain suite keeps them, and the model's forward, rows, maps and report code
   # run here through the lighter model tests.
-  # The two browser tests check pages whose bytes the report tests here already produce under ASan;
+  # The three browser tests check pages whose bytes the report tests here already produce under ASan;
   # Chromium is the part they add, and it is not instrumented.
-  skip=(-E "^(profile: names a weighting plugin that sleeps|a crash or exit\\(\\) inside a plugin names the plugin|report_in_headless_chromium|report_head_view_in_chromium|report: a real model's layer x head grids|run --model rows and maps: the same bytes for any thread count)")
+  skip=(-E "^(profile: names a weighting plugin that sleeps|a crash or exit\\(\\) inside a plugin names the plugin|report_in_headless_chromium|report_head_view_in_chromium|report_layout_in_chromium|report: a real model's layer x head grids|run --model rows and maps: the same bytes for any thread count)")
 fi
 ctest --output-on-failure -j "$(nproc)" "${skip[@]}" "$@"

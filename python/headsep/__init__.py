@@ -335,6 +335,7 @@ class Model:
         maps : bool or sequence of int, optional
             True: keep every report's attention maps (``Result.maps``, as ``--attention
             --attention-reports all``); a sequence: those reports (indices into ``texts``).
+            With ``report=True`` they are also whole in the report's head view.
         map_layers : sequence of int, optional
             The layers whose maps are kept (default: all).
         rows : bool

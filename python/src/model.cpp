@@ -97,6 +97,7 @@ struct ModelRunResult {
   RunInfo info;                      ///< axes, heads, layers, key/value heads (the tidy tables')
 
   bool report = false;               ///< with report=True: the top reports' maps for report_html
+  std::vector<report::ChosenMap> chosen;  ///< report=True with maps=: those reports whole in the head view
 
   std::string report_html(const std::string& path, bool static_maps = true) const {
     if (!report) throw nb::value_error("this run kept no report: run it with report=True");
@@ -107,6 +108,7 @@ struct ModelRunResult {
     h.weighting_plugin = "model " + summary->model + " (" + args.model + ")", h.threads = summary->threads, h.simd = summary->simd;
     if (axes_spec != args.axes) h.params.push_back("--axes " + axes_spec);
     report::ReportData d = report::build(*summary, h);
+    d.chosen = chosen;  // (a copy: the page can be written again)
     d.limits.static_maps = static_maps;
     if (path.empty()) return report::html(d, report::figures(d));
     report::write(d, path, "");
@@ -159,6 +161,9 @@ std::unique_ptr<ModelRunResult> model_run(const job::LoadedModel& loaded, job::J
     mo.dump_layers = keep.map_layers;
     mo.sinks.push_back(&maps);
   }
+  // maps= with a report: those reports whole in the page's head view, as --attention-reports.
+  std::unique_ptr<report::ChosenMaps> chosen;
+  if (keep.maps() && keep.report) mo.sinks.push_back((chosen = std::make_unique<report::ChosenMaps>(mo.dump_reports)).get());
   run_interruptibly([&](const std::atomic<bool>* stop) {
     mo.stop = stop;
     *res->summary = run_model(*mj->source, *mj->model, *mj->axes, mo);
@@ -167,6 +172,7 @@ std::unique_ptr<ModelRunResult> model_run(const job::LoadedModel& loaded, job::J
   res->origin.execution.simd = res->summary->simd;
   if (keep.maps()) res->maps = maps.to_python();
   res->report = keep.report;
+  if (chosen) res->chosen = chosen->take();
   res->options = mj->run;
   res->axes_spec = mj->axes_spec;
   res->args = std::move(a);

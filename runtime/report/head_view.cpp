@@ -237,7 +237,7 @@ std::string blob(const ReportData& d) {
     if (fresh) {
       Entry e;
       e.name = group + " · report " + m.id + " (" + which + ")";
-      e.note = (which == "chosen" ? "chosen with --attention-reports" : "head_separation " + number(m.separation)) +
+      e.note = (which == "chosen" ? "chosen (--attention-reports, Python maps=)" : "head_separation " + number(m.separation)) +
                (m.keys < m.n ? " · first " + std::to_string(m.keys) + " of " + std::to_string(m.n) + " tokens"
                              : " · all " + std::to_string(m.n) + " tokens");
       std::vector<std::string> q;

@@ -111,6 +111,21 @@ def test_the_summary_and_report_name_the_call_not_a_file_descriptor():
     assert "4 texts from Python" in res.report_html()
 
 
+def test_maps_put_those_reports_whole_in_the_head_view():
+    # maps= with a report: the chosen reports' every query and key in the page's head view, as the
+    # CLI's --attention-reports; without maps= the view holds only the top reports' cuts.
+    long = " ".join(["the system failed because the disk filled up"] * 4)
+    m = headsep.model(MODEL)
+    plain = m.run(TEXTS + [long], threads=1, top=1).report_html()
+    picked = m.run(TEXTS + [long], threads=1, top=1, maps=[4]).report_html()
+    assert "chosen (--attention-reports, Python maps=)" not in plain
+    view = json.loads(picked.split('id="hv-data">', 1)[1].split("</script>", 1)[0])
+    chosen = [r for r in view["reports"] if r["note"].startswith("chosen (--attention-reports, Python maps=)")]
+    n = len(m.tokenize(long)["tokens"])
+    assert n > 12 and len(chosen) == 1 and chosen[0]["name"].endswith("report 4 (chosen)")
+    assert len(chosen[0]["kt"]) == n and len(chosen[0]["layers"]) == 6  # whole, every layer
+
+
 def test_text_errors_name_the_text():
     m = headsep.model(MODEL)
     with pytest.raises(ValueError, match=r"texts\[1\]: has no scenario, but texts\[0\] has one"):
