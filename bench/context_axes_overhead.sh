@@ -45,10 +45,12 @@ EOF
 base=(run -s text -p "path=$TMP/texts.jsonl" -p max_tokens=64 --model "$MODEL" --threads 2 --quiet)
 declare -A args=(
   [lexicon]=""
+  [semantic]="--axes decision=decision_axis;evidence=evidence_axis;condition=condition_axis --semantic-axes $TMP/semantic.json"
+  [direction]="--axes decision=decision_axis;evidence=evidence_axis;condition=condition_axis --direction-axes $TMP/directions.safetensors"
   [semantic+direction]="--axes decision=decision_axis;evidence=evidence_axis;condition=condition_axis --semantic-axes $TMP/semantic.json --direction-axes $TMP/directions.safetensors"
   [all]="--axes decision=decision_axis;evidence=evidence_axis;condition=condition_axis --token-axes all --semantic-axes $TMP/semantic.json --direction-axes $TMP/directions.safetensors"
 )
-variants=(lexicon semantic+direction all)
+variants=(lexicon semantic direction semantic+direction all)
 for v in "${variants[@]}"; do : >"$TMP/$v.run" && : >"$TMP/$v.wall"; done
 "$CLI" "${base[@]}" >/dev/null 2>&1  # warm the page cache
 for ((i = 0; i < REPS; ++i)); do

@@ -52,7 +52,7 @@ struct ModelScratch {
 
 /// Direction axes (docs/METRICS.md): the last `count` of a forward's context axes are not given per
 /// token but computed at each layer l from the residual stream entering it, value(t) = h_l(t) · u_l
-/// (h_l = transformers' hidden_states[l]), the product summed in double and rounded to f32.
+/// (h_l = transformers' hidden_states[l]), the product summed in double (a fixed order) and rounded to f32.
 /// `u` holds [layers][count][hidden]. Every family computes them in the shared attend step
 /// (model::attend_reports), so a token's value never depends on its group.
 struct DirectionAxes {
