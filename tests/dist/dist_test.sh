@@ -320,7 +320,8 @@ options() {
 }
 
 # run --model (docs/MODEL.md): ops-text (random access, generated where computed) and a text file
-# (sequential, read by rank 0), summary, --per-report rows and --attention maps as one process gives.
+# (sequential, read by rank 0), the latter also with the model's own axes: summary, --per-report
+# rows and --attention maps as one process gives.
 model() {
   local m=${HEADSEP_MODEL_DIR:-${HEADSEP_MODEL_CACHE:-$HOME/.cache/headsep}/all-minilm-l6-v2}
   [ -f "$m/model.safetensors" ] || { fail "the test model is not in $m: run scripts/fetch_model.sh"; return; }
@@ -336,13 +337,31 @@ for i in range(23):
   local ops=(run -q -s ops-text -p reports=12 --model "$m" --chunk 3 --threads 1 --attention-reports index:2,7,11 --attention-layers 1,3)
   # Two empty texts and texts past 16 tokens: their counts travel with the chunks (report_status).
   local txt=(run -q -s text -p "path=$dir/t.csv" -p max_tokens=16 --model "$m" --chunk 3 --threads 1 --attention-reports id:x4,x20)
+  # The model's own axes (docs/METRICS.md): token classes, a semantic axis and direction axes (one
+  # per layer, one shared), computed on each rank from the same files.
+  python3 - "$dir" <<'EOF' || { fail "axis files"; return; }
+import json, random, struct, sys
+d, rng = sys.argv[1], random.Random(46)
+json.dump({"certainty": {"plus": ["definitely", "clearly"], "minus": ["maybe", "perhaps"]}}, open(f"{d}/sem.json", "w"))
+header, data = {}, b""
+for name, shape in (("probe", [6, 384]), ("steer", [384])):
+    n = 6 * 384 if len(shape) == 2 else 384
+    b = struct.pack(f"<{n}f", *(rng.gauss(0, 1) for _ in range(n)))
+    header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [len(data), len(data) + len(b)]}
+    data += b
+h = json.dumps(header).encode()
+h += b" " * (-len(h) % 8)
+open(f"{d}/dir.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + data)
+EOF
+  local axes=("${txt[@]}" --token-axes all --semantic-axes "$dir/sem.json" --direction-axes "$dir/dir.safetensors")
   local k job
-  for job in ops txt; do
+  for job in ops txt axes; do
     local -n cmd=$job
     "$H" "${cmd[@]}" --summary "$dir/$job-1.json" --per-report "$dir/$job-1.csv" --attention "$dir/$job-1.maps" || fail "$job: one process"
     masked "$dir/$job-1.json" | grep -v '"seconds"' > "$dir/$job-1.s"
     [ $job = ops ] || { grep -q '"empty_reports": *[1-9]' "$dir/$job-1.json" && grep -q '"truncated_reports": *[1-9]' "$dir/$job-1.json"; } ||
       fail "model $job: the summary counts no empty or truncated reports"
+    [ $job != axes ] || grep -q '"steer"' "$dir/$job-1.json" || fail "model axes: the direction axes are not in the summary"
     for k in 2 3; do
       mpi -np $k "$H" "${cmd[@]}" --summary "$dir/$job-$k.json" --per-report "$dir/$job-$k.csv" --attention "$dir/$job-$k.maps" ||
         fail "$job: -np $k"

@@ -2,7 +2,7 @@
 // token-class axes, two semantic axes and two direction axes against an independent reference —
 // transformers' tokenizer, attention maps and hidden states, every axis value and metric in NumPy
 // (tests/model/fixtures/make_axes_fixtures.py; no torch here) — on a tiny BERT and the gpt2 and
-// llama decoder fixtures: contexts, differences and separations within 1e-5 relative (floor 1e-6)
+// llama decoder fixtures and all-MiniLM-L6-v2: contexts, differences and separations within 1e-5 relative (floor 1e-6)
 // at 1 and 2 threads, the same bytes at any thread and chunk count. Plus every bad input refused in
 // one line naming the file and axis, nothing written, and the "no silent zeros" warning.
 #include <catch2/catch.hpp>
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "model_dir.hpp"
 #include "safetensors_files.hpp"
 #include "test_util.hpp"
 
@@ -26,6 +27,7 @@ namespace {
 
 fs::path axes_dir() { return fs::path(testutil::source_path("tests/model/fixtures/axes")); }
 fs::path model_dir(const std::string& name) {
+  if (name == "minilm") return testutil::model_dir();  // all-MiniLM-L6-v2 (scripts/fetch_model.sh)
   return name == "bert-tiny" ? axes_dir() / "bert-tiny" : fs::path(testutil::source_path("tests/model/fixtures/decoder/" + name));
 }
 
@@ -37,14 +39,30 @@ std::string args_for(const std::string& model, const testutil::TempDir& tmp, con
          shell_quote(tmp.file("s.json"));
 }
 
-bool close(double got, double want) { return std::abs(got - want) <= std::max(1e-5 * std::abs(want), 1e-6); }
+/// Within 1e-5 relative (floor 1e-6) of `scale`: the value itself, or for the real model the
+/// largest of its kind in the layer (below).
+bool close(double got, double want, double scale = 0) {
+  return std::abs(got - want) <= std::max(1e-5 * std::max(std::abs(want), scale), 1e-6);
+}
 
-void check_values(const json& got, const json& want, const std::string& what) {
+/// `scales[i % scales.size()]`: each value's scale (none: its own magnitude).
+void check_values(const json& got, const json& want, const std::string& what, const std::vector<double>& scales = {}) {
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
     INFO(what << "[" << i << "]: got " << got[i].get<double>() << ", want " << want[i].get<double>());
-    CHECK(close(got[i].get<double>(), want[i].get<double>()));
+    CHECK(close(got[i].get<double>(), want[i].get<double>(), scales.empty() ? 0 : scales[i % scales.size()]));
   }
+}
+
+/// Per axis, the largest |context| of the layer (every head and the baseline). The real model's
+/// direction values h·u add 384 products of f32 hidden states that transformers and headsep each
+/// round their own way (~1e-7 relative per element): a small sum of large terms is off by ~1e-5 of
+/// the terms' scale, not of itself, and so are the contexts and separations built on it.
+std::vector<double> axis_scales(const json& layer) {
+  std::vector<double> s(layer["context"][0].size(), 0.0);
+  for (const auto& head : layer["context"])
+    for (std::size_t c = 0; c < s.size(); ++c) s[c] = std::max(s[c], std::abs(head[c].get<double>()));
+  return s;
 }
 
 json flat(const json& nested) {
@@ -80,12 +98,16 @@ void check_model(const std::string& model) {
       REQUIRE(row["token_ids"] == rep["ids"]);
       const json& want = rep["layers"][layer];
       INFO("report " << report << " layer " << layer);
-      check_values(row["single_head_context"], want["context"][0], "single_head_context");
+      const bool real = model == "minilm";
+      const std::vector<double> axes = real ? axis_scales(want) : std::vector<double>{};
+      std::vector<double> pairs;
+      if (real) pairs.push_back(std::max_element(want["pairwise"].begin(), want["pairwise"].end())->get<double>());
+      check_values(row["single_head_context"], want["context"][0], "single_head_context", axes);
       json heads = want["context"];
       heads.erase(0);
-      check_values(flat(row["head_contexts"]), flat(heads), "head_contexts");
-      check_values(row["difference_from_single"], flat(want["difference"]), "difference_from_single");
-      check_values(row["pairwise_separation"], want["pairwise"], "pairwise_separation");
+      check_values(flat(row["head_contexts"]), flat(heads), "head_contexts", axes);
+      check_values(row["difference_from_single"], flat(want["difference"]), "difference_from_single", axes);
+      check_values(row["pairwise_separation"], want["pairwise"], "pairwise_separation", pairs);
       check_values(json::array({row["head_separation"]}), json::array({want["separation"]}), "head_separation");
     }
     CHECK(seen == ref["reports"].size() * ref["reports"][0]["layers"].size());
@@ -106,6 +128,8 @@ TEST_CASE("context axes: token-class, semantic and direction axes match transfor
           "[model][axes]") {
   check_model("bert-tiny");
 }
+
+TEST_CASE("context axes: the same on all-MiniLM-L6-v2 (the real model)", "[model][axes]") { check_model("minilm"); }
 
 TEST_CASE("context axes: the same on GPT-2 and Llama (decoder fixtures)", "[model][axes][decoder]") {
   check_model("gpt2");
