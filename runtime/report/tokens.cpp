@@ -7,7 +7,11 @@
 // The report does not know which tokenizer made its tokens, so the byte-level reading is chosen
 // per report: only when every token is spelled in the byte-level alphabet and one of them uses a
 // code point above U+00FF (Ġ, Ċ, ...), which WordPiece vocabularies and Korean text never do.
+// Hangul that BERT's uncased normalizer split into conjoining jamo is composed back per syllable.
+#include <utf8proc.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -93,6 +97,36 @@ std::string visible(const std::string& bytes) {
   return o;
 }
 
+// The one conjoining Hangul jamo (U+1100..U+11FF) that t spells after `skip` bytes, if it is that.
+std::optional<std::uint32_t> jamo(const std::string& t, std::size_t skip) {
+  if (t.size() <= skip) return std::nullopt;
+  const auto cps = code_points(t.substr(skip));
+  if (!cps || cps->size() != 1 || (*cps)[0] < 0x1100 || (*cps)[0] > 0x11FF) return std::nullopt;
+  return (*cps)[0];
+}
+
+bool leading_consonant(std::uint32_t cp) { return cp <= 0x115F; }
+
+std::string nfc(const std::string& s) {
+  utf8proc_uint8_t* c = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(s.c_str()));
+  if (!c) return s;
+  std::string out(reinterpret_cast<const char*>(c));
+  std::free(c);
+  return out;
+}
+
+// BERT's uncased WordPiece strips accents by NFD, which spells a Hangul syllable as conjoining
+// jamo, one token each (압 -> ᄋ ##ᅡ ##ᆸ). A leading consonant's token and the "##" vowel and final
+// tokens after it: [first, end) of the syllable, or end = first when raw[first] begins none.
+std::size_t syllable_end(const std::vector<std::string>& raw, std::size_t first) {
+  const std::size_t skip = raw[first].rfind("##", 0) == 0 ? 2 : 0;
+  const auto lead = jamo(raw[first], skip);
+  if (!lead || !leading_consonant(*lead)) return first;
+  std::size_t j = first + 1;
+  while (j < raw.size() && raw[j].rfind("##", 0) == 0 && jamo(raw[j], 2) && !leading_consonant(*jamo(raw[j], 2))) ++j;
+  return j;
+}
+
 }  // namespace
 
 std::vector<std::string> display_tokens(const std::vector<std::string>& raw) {
@@ -111,6 +145,16 @@ std::vector<std::string> display_tokens(const std::vector<std::string>& raw) {
   }
   std::vector<std::string> out(raw.size());
   for (std::size_t i = 0; i < raw.size();) {
+    if (const std::size_t end = bytes[i] ? i : syllable_end(raw, i); end > i + 1) {  // jamo: the syllable
+      const bool cont = raw[i].rfind("##", 0) == 0;
+      std::string jamos;
+      for (std::size_t k = i; k < end; ++k) jamos += raw[k].substr(k == i && !cont ? 0 : 2);
+      const std::string syllable = nfc(jamos);
+      out[i] = (cont ? "##" : "") + syllable;
+      for (std::size_t k = i + 1; k < end; ++k) out[k] = "(" + syllable + ")";
+      i = end;
+      continue;
+    }
     if (!bytes[i]) {  // a text piece: SentencePiece's '▁' is a space
       std::string s;
       for (std::size_t at = 0, next; at < raw[i].size(); at = next + 3) {

@@ -24,6 +24,14 @@ TEST_CASE("display_tokens: SentencePiece's space and byte fallback", "[report][t
   CHECK(display_tokens(V{"<0x0A>", "<0x41>"}) == V{"↵", "A"});
 }
 
+TEST_CASE("display_tokens: Hangul split into jamo by BERT's uncased normalizer shows its syllables", "[report][tokens]") {
+  // all-MiniLM-L6-v2's tokens of "압력이 정지" (headsep tokenize --model): NFD jamo, one per token.
+  CHECK(display_tokens(V{"[CLS]", "ᄋ", "##ᅡ", "##ᆸ", "##ᄅ", "##ᅧ", "##ᆨ", "##ᄋ", "##ᅵ", "ᄌ", "##ᅥ", "##ᆼ", "##ᄌ", "##ᅵ", "[SEP]"}) ==
+        V{"[CLS]", "압", "(압)", "(압)", "##력", "(력)", "(력)", "##이", "(이)", "정", "(정)", "(정)", "##지", "(지)", "[SEP]"});
+  // A lone consonant or vowel has no syllable to show: it stays as it is.
+  CHECK(display_tokens(V{"ᄋ", "pump", "##ᅡ"}) == V{"ᄋ", "pump", "##ᅡ"});
+}
+
 TEST_CASE("display_tokens: text pieces stay as they are", "[report][tokens]") {
   // WordPiece, Korean, Latin-1 letters that are also byte-level code points: no 'Ġ'-range code
   // point, so no byte-level reading.
