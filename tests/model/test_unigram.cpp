@@ -2,8 +2,9 @@
 // committed fixture's texts (tests/model/fixtures/make_unigram_fixtures.py: a SentencePiece
 // unigram model with nmt_nfkc's precompiled_charsmap, Korean / Japanese / Arabic / English), the
 // Precompiled normalizer on hand cases (a hand-built double array and the fixture's charsmap,
-// expected strings from tokenizers' normalizer), refusals by JSON path, and `run --model` on the
-// fixture's tiny random-init XLMRobertaModel with Korean text.
+// expected strings from tokenizers' normalizer), refusals by JSON path, and a tiny random-init
+// XLMRobertaModel reading it (decoder/xlm-roberta: hidden states and maps against transformers,
+// `run --model` on Korean text).
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "headsep/error.hpp"
 #include "headsep/model_tokenizer.hpp"
 #include "headsep/tokenizer.hpp"
+#include "model/decoder_fixture.hpp"
 #include "model/precompiled.hpp"
 #include "test_util.hpp"
 
@@ -155,13 +157,16 @@ TEST_CASE("Unigram tokenizer.json: bad files refused by JSON path", "[model][tok
   CHECK_THAT(refused([](json& t) { t["pre_tokenizer"]["type"] = "Whitespace"; }), Contains("x.json: pre_tokenizer.type 'Whitespace' is not supported"));
 }
 
-TEST_CASE("headsep tokenize and run --model on the XLM-R fixture, Korean text", "[model][tokenizer][unigram][cli]") {
-  const std::string dir = testutil::shell_quote(kDir.string());
+TEST_CASE("XLM-R with its Unigram tokenizer: the forward against transformers, run --model on Korean text",
+          "[model][tokenizer][unigram][cli]") {
+  decoder_test::check_fixture("xlm-roberta");
+  CHECK(decoder_test::load_model(decoder_test::fixture("xlm-roberta"))->shape().model_type == "xlm-roberta");
+  const std::string dir = testutil::shell_quote(decoder_test::fixture("xlm-roberta").string());
   const auto r = testutil::run_cli("tokenize --model " + dir + " --text '한국어 문장을 읽었다'");
   INFO(r.err);
   REQUIRE(r.status == 0);
   Encoding e;
-  ModelTokenizer::load(kDir).tokenizer->encode("한국어 문장을 읽었다", e);
+  ModelTokenizer::load(kDir).tokenizer->encode("한국어 문장을 읽었다", e);  // tok_xlmr's, the same file
   CHECK(json::parse(r.out.substr(0, r.out.find('\n')))["ids"].get<std::vector<std::uint32_t>>() == e.ids);
   testutil::TempDir tmp;
   const std::string csv = tmp.file("r.csv"), summary = tmp.file("s.json");
