@@ -105,6 +105,34 @@ TEST_CASE("Unigram tokenizer.json: the ids of tokenizers on every fixture text",
   CHECK(e.words[2] == "읽었다");
 }
 
+TEST_CASE("Unigram: ties keep the earlier candidate, unk fusing, byte fallback, no unk_id", "[model][tokenizer][unigram]") {
+  // Ids from tokenizers 0.23.3 on this model (scores chosen for ties: ▁ab + ab = ▁ab + a + b).
+  json t = {{"model", {{"type", "Unigram"}, {"unk_id", 0}, {"byte_fallback", true},
+                       {"vocab", json::parse(R"([["<unk>",0],["▁",-1],["a",-1],["b",-1],["ab",-2],["▁ab",-2.5],
+                                                ["<0xE2>",-5],["<0x98>",-5],["<0x83>",-5],["c",-3],["cc",-7]])")}}},
+            {"pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "▁"}, {"prepend_scheme", "always"}, {"split", true}}}};
+  auto ids = [&](const std::string& text) {
+    Encoding e;
+    tokenizer_from_json(t.dump(), "t.json", 64)->encode(text, e);
+    return e.ids;
+  };
+  using V = std::vector<std::uint32_t>;
+  CHECK(ids("ab") == V{5});
+  CHECK(ids("ab ab") == V{5, 5});
+  CHECK(ids("abab") == V{5, 4});
+  CHECK(ids("cc") == V{1, 9, 9});
+  CHECK(ids("\u2603\u2603 a") == V{1, 6, 7, 8, 6, 7, 8, 1, 2});  // two unknown snowmen fused, then their bytes
+  CHECK(ids("c\u2603c") == V{1, 9, 6, 7, 8, 9});
+  CHECK(ids("\u1e9e") == V{1, 0});  // a byte missing: unk
+  CHECK(ids("\u2603\u1e9e") == V{1, 0});
+  t["model"]["byte_fallback"] = false;
+  CHECK(ids("\u2603\u2603 a") == V{1, 0, 1, 2});
+  CHECK(ids("c\u2603c") == V{1, 9, 0, 9});
+  t["model"]["unk_id"] = nullptr;
+  CHECK(ids("ab") == V{5});
+  CHECK_THAT(error_of([&] { ids("\u1e9e"); }), Contains("not in the Unigram vocabulary, and the model has no unk_id"));
+}
+
 TEST_CASE("Precompiled charsmap: the double array and tokenizers' grapheme rule", "[model][tokenizer][unigram]") {
   const bpe::Precompiled one(base64(one_key_charsmap()), "t");
   std::size_t len = 0;
