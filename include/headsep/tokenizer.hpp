@@ -51,7 +51,7 @@ class TextTokenizer {
   virtual std::int64_t find(std::string_view token) const noexcept = 0;
   /// Tokens per text, the post-processor's included.
   virtual std::uint32_t max_length() const noexcept = 0;
-  /// "wordpiece", "bpe-byte-level" or "bpe-byte-fallback".
+  /// "wordpiece", "bpe-byte-level", "bpe-byte-fallback" or "unigram".
   virtual const char* kind() const noexcept = 0;
 };
 
@@ -62,7 +62,7 @@ bool punctuation_word(std::string_view utf8) noexcept;
 
 /// Reads a Hugging Face tokenizer.json (its text: `bytes`; `name` names it in messages) into a
 /// tokenizer cutting texts at `max_length` tokens. Throws Error naming the file and the JSON path
-/// of a component headsep does not implement (`tok.json: normalizer.type 'Precompiled' is not
+/// of a component headsep does not implement (`tok.json: normalizer.type 'StripAccents' is not
 /// supported`), or the file:line:column of malformed JSON.
 std::unique_ptr<TextTokenizer> tokenizer_from_json(std::string_view bytes, const std::string& name,
                                                    std::uint32_t max_length);

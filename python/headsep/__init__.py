@@ -271,7 +271,7 @@ class Model:
         ``layers``, ``heads``, ``kv_heads``, ``head_dim``, ``hidden``, ``vocab_size``,
         ``max_positions``, ``causal``, ``sliding_window``, ``dtype`` (the weights' stored element
         types, e.g. "F32" or "BF16"; headsep computes in ``compute_dtype`` "f32"), ``tokenizer``
-        ("wordpiece", "bpe-byte-level", "bpe-byte-fallback"), ``max_tokens`` (texts are cut there)
+        ("wordpiece", "bpe-byte-level", "bpe-byte-fallback", "unigram"), ``max_tokens`` (texts are cut there)
         and ``max_tokens_from`` (which file said so)."""
         if self._info is None:
             self._info = self._core.info()

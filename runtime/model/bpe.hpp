@@ -46,7 +46,19 @@ struct StringHash {
 };
 using Vocab = std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>>;
 
-class Model {
+/// A word -> tokens model behind the tokenizer pipeline (bpe_tokenizer.hpp): BPE here, Unigram
+/// (unigram.hpp). Thread-safe.
+class WordModel {
+ public:
+  virtual ~WordModel() = default;
+  /// Appends the pieces of `word` (non-empty UTF-8; byte-level BPE: raw bytes) to `out`.
+  virtual void tokenize(std::string_view word, std::vector<Piece>& out) const = 0;
+  /// True when some token holds `marker` (UTF-8) after a character other than itself: then words
+  /// joined by the marker cannot be cut apart before the model.
+  virtual bool merges_cross(std::string_view marker) const noexcept = 0;
+};
+
+class Model final : public WordModel {
  public:
   /// `merges` in rank order, each a pair of vocabulary entries whose concatenation is one too
   /// (else Error naming `where` and the merge's index).
@@ -55,14 +67,14 @@ class Model {
 
   /// Appends the pieces of `word` (non-empty; byte-level: raw bytes; else UTF-8 text) to `out`.
   /// Thread-safe: each thread keeps its own cache of recent words.
-  void tokenize(std::string_view word, std::vector<Piece>& out) const;
+  void tokenize(std::string_view word, std::vector<Piece>& out) const override;
   /// The same without the cache (the reference the cache is tested against).
   void tokenize_uncached(std::string_view word, std::vector<Piece>& out) const;
 
   const Options& options() const noexcept { return options_; }
   /// True when some merge creates a token with `marker` (UTF-8) after a character other than
   /// itself: then words joined by the marker cannot be cut apart before BPE.
-  bool merges_cross(std::string_view marker) const noexcept;
+  bool merges_cross(std::string_view marker) const noexcept override;
 
  private:
   struct MergeSlot {

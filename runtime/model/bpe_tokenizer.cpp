@@ -36,7 +36,8 @@ void unicode_form(NormStep::Kind k, std::string& t) {
 class BpeTokenizer final : public TextTokenizer {
  public:
   explicit BpeTokenizer(BpeSpec spec) : spec_(std::move(spec)) {
-    model_ = std::make_unique<Model>(spec_.vocab, spec_.merges, spec_.options, spec_.name + ": model.merges");
+    if (spec_.model) model_ = spec_.model;
+    else model_ = std::make_shared<Model>(spec_.vocab, spec_.merges, spec_.options, spec_.name + ": model.merges");
     std::vector<std::string> raw, norm;
     for (std::uint32_t i = 0; i < spec_.added.size(); ++i) {
       const AddedToken& a = spec_.added[i];
@@ -65,7 +66,10 @@ class BpeTokenizer final : public TextTokenizer {
     return it == index_.end() ? -1 : std::int64_t(it->second);
   }
   std::uint32_t max_length() const noexcept override { return spec_.max_length; }
-  const char* kind() const noexcept override { return spec_.options.byte_level ? "bpe-byte-level" : "bpe-byte-fallback"; }
+  const char* kind() const noexcept override {
+    if (spec_.kind) return spec_.kind;
+    return spec_.options.byte_level ? "bpe-byte-level" : "bpe-byte-fallback";
+  }
 
   void encode(std::string_view text, Encoding& out) const override {
     out.clear();
@@ -96,6 +100,17 @@ class BpeTokenizer final : public TextTokenizer {
         if (!t.empty()) t.insert(0, st.content);
       } else if (st.kind == NormStep::kLowercase) {
         hf::lowercase_utf8(t);
+      } else if (st.kind == NormStep::kPrecompiled) {
+        t = st.charsmap->apply(t);
+      } else if (st.kind == NormStep::kReplaceSpaceRuns) {
+        std::string r;
+        for (std::size_t i = 0; i < t.size();) {
+          std::size_t j = i;
+          while (j < t.size() && t[j] == ' ') ++j;
+          if (j - i >= 2) r += st.content, i = j;
+          else r += t[i++];
+        }
+        t.swap(r);
       } else if (st.kind != NormStep::kReplace) {
         unicode_form(st.kind, t);
       } else if (st.pattern.empty()) {  // the empty pattern matches at every character boundary
@@ -253,7 +268,7 @@ class BpeTokenizer final : public TextTokenizer {
   }
 
   BpeSpec spec_;
-  std::unique_ptr<Model> model_;
+  std::shared_ptr<const WordModel> model_;
   Matcher raw_added_, norm_added_;
   std::string marker_;
   bool split_words_ = false;

@@ -136,8 +136,8 @@ ModelTokenizer ModelTokenizer::load(const fs::path& dir, std::int64_t max_tokens
   const bool has_vocab_txt = fs::exists(dir / "vocab.txt", ec);
   if (f.tokenizer) {
     const std::string tj = f.name("tokenizer.json");
-    // tokenizer.json first: BPE always from it; WordPiece from it when there is no vocab.txt.
-    if (tokjson::model_type(*f.tokenizer, tj) == "BPE" || !has_vocab_txt) {
+    // tokenizer.json first: BPE and Unigram always from it; WordPiece from it when there is no vocab.txt.
+    if (tokjson::model_type(*f.tokenizer, tj) != "WordPiece" || !has_vocab_txt) {
       mt.tokenizer = tokenizer_from_json(f.tokenizer->dump(), tj, mt.truncation.tokens);
       if (mt.tokenizer->size() > mt.vocab_size)
         throw Error(tj + ": " + std::to_string(mt.tokenizer->size()) + " token ids, but" + rows + ": ids past the table");

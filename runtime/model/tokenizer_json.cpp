@@ -1,15 +1,18 @@
 // tokenizer.json -> a tokenizer (headsep/tokenizer.hpp, tokenizer_json.hpp): every component the
 // families use is read (WordPiece; BPE byte-level, GPT-2's regex or Llama 3's / Qwen2's Split;
-// BPE byte-fallback with Metaspace or Prepend + Replace), every other one refused by its JSON
+// BPE byte-fallback with Metaspace or Prepend + Replace; Unigram with SentencePiece's Precompiled
+// normalizer and Replace " {2,}", as XLM-R), every other one refused by its JSON
 // path, never ignored. Decoders and padding do not change ids and are not read.
 #include "model/tokenizer_json.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "headsep/error.hpp"
 #include "headsep/tokenizer.hpp"
 #include "model/bpe_tokenizer.hpp"
+#include "model/unigram.hpp"
 #include "support/json_input.hpp"
 #include "support/text_util.hpp"
 
@@ -62,8 +65,18 @@ void read_normalizer(const json& n, const std::string& name, const std::string& 
     out.push_back({bpe::NormStep::kLowercase, "", ""});
   } else if (t == "Replace") {
     const json& p = n.value("pattern", json());
-    if (!p.is_object() || !p.contains("String")) refuse(name, path + ".pattern", "must be {\"String\": ...} (Regex patterns are not supported)");
+    if (p.is_object() && p.contains("Regex")) {  // SentencePiece conversions' one regex: runs of spaces
+      if (str_at(p, "Regex", name, path + ".pattern") != " {2,}")
+        refuse(name, path + ".pattern.Regex", p["Regex"].dump().substr(0, 60) + " is not supported (\" {2,}\" is)");
+      out.push_back({bpe::NormStep::kReplaceSpaceRuns, "", str_at(n, "content", name, path)});
+      return;
+    }
+    if (!p.is_object() || !p.contains("String")) refuse(name, path + ".pattern", "must be {\"String\": ...} or {\"Regex\": \" {2,}\"}");
     out.push_back({bpe::NormStep::kReplace, str_at(p, "String", name, path + ".pattern"), str_at(n, "content", name, path)});
+  } else if (t == "Precompiled") {
+    const std::string at = path + ".precompiled_charsmap";
+    out.push_back({bpe::NormStep::kPrecompiled, "", "",
+                   std::make_shared<const bpe::Precompiled>(str_at(n, "precompiled_charsmap", name, path), name + ": " + at)});
   } else {
     unsupported(name, path, t);
   }
@@ -236,6 +249,23 @@ void check_truncation(const json& t, const std::string& name) {
     refuse(name, "truncation.direction", tr["direction"].dump() + " is not supported (texts are cut at the right)");
 }
 
+/// The parts after the model, BPE's and Unigram's alike: added tokens, post-processor, truncation.
+std::unique_ptr<TextTokenizer> finish(const json& t, const std::string& name, bpe::BpeSpec spec) {
+  const std::uint32_t max_length = spec.max_length;
+  read_added(t, name, spec.added);
+  check_added_ids(spec, name);
+  for (std::size_t i = 0; i < spec.added.size(); ++i)
+    if (spec.added[i].id >= spec.tokens.size() || spec.tokens[spec.added[i].id] != spec.added[i].content)
+      refuse(name, "added_tokens[" + std::to_string(i) + "]", "'" + spec.added[i].content.substr(0, 40) + "' has id " +
+             std::to_string(spec.added[i].id) + ", which model.vocab gives to another token");
+  read_post(t.value("post_processor", json()), name, "post_processor", spec.tokens, spec.prefix, spec.suffix);
+  check_truncation(t, name);
+  if (max_length <= spec.prefix.size() + spec.suffix.size())
+    throw Error(name + ": a truncation length of " + std::to_string(max_length) + " tokens leaves no room beside the post-processor's " +
+                std::to_string(spec.prefix.size() + spec.suffix.size()));
+  return bpe::make_bpe_tokenizer(std::move(spec));
+}
+
 std::unique_ptr<TextTokenizer> bpe_from_json(const json& t, const std::string& name, std::uint32_t max_length) {
   const json& m = t["model"];
   bpe::BpeSpec spec;
@@ -273,18 +303,48 @@ std::unique_ptr<TextTokenizer> bpe_from_json(const json& t, const std::string& n
   read_normalizer(t.value("normalizer", json()), name, "normalizer", spec.normalizer);
   read_pre_tokenizer(t.value("pre_tokenizer", json()), name, "pre_tokenizer", spec.pre);
   spec.options.byte_level = spec.pre.kind == bpe::PreTokenizer::kByteLevel;
-  read_added(t, name, spec.added);
-  check_added_ids(spec, name);
-  for (std::size_t i = 0; i < spec.added.size(); ++i)
-    if (spec.added[i].id >= spec.tokens.size() || spec.tokens[spec.added[i].id] != spec.added[i].content)
-      refuse(name, "added_tokens[" + std::to_string(i) + "]", "'" + spec.added[i].content.substr(0, 40) + "' has id " +
-             std::to_string(spec.added[i].id) + ", which model.vocab gives to another token");
-  read_post(t.value("post_processor", json()), name, "post_processor", spec.tokens, spec.prefix, spec.suffix);
-  check_truncation(t, name);
-  if (max_length <= spec.prefix.size() + spec.suffix.size())
-    throw Error(name + ": a truncation length of " + std::to_string(max_length) + " tokens leaves no room beside the post-processor's " +
-                std::to_string(spec.prefix.size() + spec.suffix.size()));
-  return bpe::make_bpe_tokenizer(std::move(spec));
+  return finish(t, name, std::move(spec));
+}
+
+/// A Unigram model: vocab [[piece, score], ...] by id, unk_id (or null), byte_fallback; the rest
+/// of the pipeline as BPE's (bpe_tokenizer.hpp).
+std::unique_ptr<TextTokenizer> unigram_from_json(const json& t, const std::string& name, std::uint32_t max_length) {
+  const json& m = t["model"];
+  const json& v = m.value("vocab", json());
+  if (!v.is_array() || v.empty()) refuse(name, "model.vocab", "must be a non-empty array of [piece, score]");
+  std::vector<std::pair<std::string, double>> pieces;
+  pieces.reserve(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const json& e = v[i];
+    if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number())
+      refuse(name, "model.vocab[" + std::to_string(i) + "]", "must be [piece, score], got " + e.dump().substr(0, 60));
+    pieces.emplace_back(e[0].get<std::string>(), e[1].get<double>());
+  }
+  std::int64_t unk = -1;
+  if (m.contains("unk_id") && !m["unk_id"].is_null()) {
+    unk = id_of(m["unk_id"], name, "model.unk_id");
+    if (unk >= static_cast<std::int64_t>(pieces.size()))
+      refuse(name, "model.unk_id", std::to_string(unk) + " is past the vocabulary (" + std::to_string(pieces.size()) + " pieces)");
+  }
+  bpe::BpeSpec spec;
+  spec.name = name;
+  spec.max_length = max_length;
+  spec.kind = "unigram";
+  spec.model = std::make_shared<const unigram::Model>(pieces, unk, bool_at(m, "byte_fallback", false, name, "model"), name + ": model.vocab");
+  for (auto& p : pieces) spec.vocab.emplace(p.first, static_cast<std::uint32_t>(spec.tokens.size())), spec.tokens.push_back(std::move(p.first));
+  // Added tokens past the pieces take the next ids (check_added_ids in finish holds them to that).
+  std::vector<std::pair<std::uint64_t, std::string>> beyond;
+  for (const json& a : t.value("added_tokens", json::array()))
+    if (a.is_object() && a.value("content", json()).is_string() && a.value("id", json()).is_number_unsigned() &&
+        a["id"].get<std::uint64_t>() >= spec.tokens.size() && !spec.vocab.count(a["content"].get<std::string>()))
+      beyond.emplace_back(a["id"].get<std::uint64_t>(), a["content"].get<std::string>());
+  std::sort(beyond.begin(), beyond.end());
+  for (auto& [id, content] : beyond)
+    if (id == spec.tokens.size()) spec.tokens.push_back(std::move(content));
+  read_normalizer(t.value("normalizer", json()), name, "normalizer", spec.normalizer);
+  read_pre_tokenizer(t.value("pre_tokenizer", json()), name, "pre_tokenizer", spec.pre);
+  if (spec.pre.kind == bpe::PreTokenizer::kByteLevel) refuse(name, "pre_tokenizer", "ByteLevel is not supported with a Unigram model");
+  return finish(t, name, std::move(spec));
 }
 
 }  // namespace
@@ -297,7 +357,7 @@ json parse(std::string_view bytes, const std::string& name) {
 
 std::string model_type(const json& t, const std::string& name) {
   const std::string type = type_of(t.value("model", json()), name, "model");
-  if (type != "WordPiece" && type != "BPE") unsupported(name, "model", type);
+  if (type != "WordPiece" && type != "BPE" && type != "Unigram") unsupported(name, "model", type);
   return type;
 }
 
@@ -387,7 +447,9 @@ std::vector<std::string> wordpiece_added(const json& t, const std::string& name,
 std::unique_ptr<TextTokenizer> tokenizer_from_json(std::string_view bytes, const std::string& name, std::uint32_t max_length) {
   const nlohmann::json t = tokjson::parse(bytes, name);
   try {
-    if (tokjson::model_type(t, name) == "BPE") return tokjson::bpe_from_json(t, name, max_length);
+    const std::string type = tokjson::model_type(t, name);
+    if (type == "BPE") return tokjson::bpe_from_json(t, name, max_length);
+    if (type == "Unigram") return tokjson::unigram_from_json(t, name, max_length);
     WordPieceOptions o = tokjson::bert_pipeline(t, name);
     o.max_length = max_length;
     auto wp = std::make_unique<WordPiece>(WordPiece::from_tokens(tokjson::vocab_by_id(t, name), name + " model.vocab", o));

@@ -153,7 +153,7 @@ TEST_CASE("ModelTokenizer: tokenizers headsep would read differently are refused
   };
   CHECK_THAT(with([](json& j) { j["normalizer"] = {{"type", "NFKC"}}; }), Contains("tokenizer.json: normalizer") && Contains("is not supported"));
   CHECK_THAT(with([](json& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; }), Contains("pre_tokenizer"));
-  CHECK_THAT(with([](json& j) { j["model"]["type"] = "Unigram"; }), Contains("tokenizer.json: model.type 'Unigram' is not supported"));
+  CHECK_THAT(with([](json& j) { j["model"]["type"] = "WordLevel"; }), Contains("tokenizer.json: model.type 'WordLevel' is not supported"));
   CHECK_THAT(with([](json& j) { j["post_processor"] = nullptr; }), Contains("is not [CLS] A [SEP]"));
   CHECK_THAT(with([](json& j) { j["added_tokens"][0]["id"] = 5; }), Contains("added token '[PAD]' has id 5, but vocab.txt gives it id 0"));
   CHECK_THAT(with([](json& j) { j["added_tokens"][1]["lstrip"] = true; }), Contains("added token '[UNK]'") && Contains("not supported"));
