@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "headsep/error.hpp"
+
 namespace testutil {
 
 namespace fs = std::filesystem;
@@ -135,6 +137,18 @@ inline Result run_child(const std::vector<std::string>& args, const ChildLimits&
   r.err = read_file(err);
   r.peak_kib = ru.ru_maxrss;
   return r;
+}
+
+/// The message of the headsep::Error `f` throws, or "(no error)": a CHECK_THAT on it then shows
+/// that nothing was refused.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const headsep::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 inline std::string source_path(const std::string& rel) { return std::string(HEADSEP_SOURCE_DIR) + "/" + rel; }

@@ -39,15 +39,7 @@ fs::path edited(testutil::TempDir& tmp, const std::string& name, Edit&& edit) {
   return d;
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testutil::error_of;
 std::string load_error(const fs::path& d) {
   return error_of([&] { load_model(d); });
 }

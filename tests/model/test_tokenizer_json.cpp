@@ -67,14 +67,7 @@ std::size_t check_lines(const TextTokenizer& tok, const std::string& lines) {
 }
 std::size_t check_all(const TextTokenizer& tok, const fs::path& expected) { return check_lines(tok, testutil::read_file(expected.string())); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testutil::error_of;
 
 }  // namespace
 

@@ -29,14 +29,7 @@ const fs::path kDir = fs::path(HEADSEP_SOURCE_DIR) / "tests/model/fixtures/tok_v
 
 json load(const std::string& file) { return json::parse(testutil::read_file((kDir / file).string())); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testutil::error_of;
 
 std::vector<std::uint32_t> ids(const TextTokenizer& t, std::string_view text) {
   Encoding e;

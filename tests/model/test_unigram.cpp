@@ -29,14 +29,7 @@ namespace {
 
 const fs::path kDir = fs::path(HEADSEP_SOURCE_DIR) / "tests/model/fixtures/tok_xlmr";
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testutil::error_of;
 
 json fixture_json() { return json::parse(testutil::read_file((kDir / "tokenizer.json").string())); }
 
