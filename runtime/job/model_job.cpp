@@ -51,11 +51,11 @@ std::string read_file(const std::string& path, const char* what) {
 }
 
 /// The semantic and direction axes, each name new to the feature axes (one source per axis).
-void model_axes(const JobArgs& a, ModelJob& job, const LoadedModel* loaded) {
+/// `tok`: the folder's tokenizer when the job already holds it (read here otherwise).
+void model_axes(const JobArgs& a, ModelJob& job, std::shared_ptr<const ModelTokenizer> tok) {
   ModelAxes& ax = job.options.model_axes;
   if (!a.semantic_axes.empty() || !a.semantic_json.empty()) {
-    const std::shared_ptr<const ModelTokenizer> tok =
-        loaded ? loaded->tokenizer : std::make_shared<const ModelTokenizer>(ModelTokenizer::load(a.model));
+    if (!tok) tok = std::make_shared<const ModelTokenizer>(ModelTokenizer::load(a.model));
     if (!a.semantic_axes.empty())
       add_semantic_axes(read_file(a.semantic_axes, "the semantic axes"), a.semantic_axes, *tok->tokenizer, *job.model, ax);
     if (!a.semantic_json.empty()) add_semantic_axes(a.semantic_json, "semantic_axes", *tok->tokenizer, *job.model, ax);
@@ -121,6 +121,8 @@ ModelJob open_model_job(const JobArgs& a, bool report, const std::function<Plugi
   job.axes_spec = feature_axes(a, sp.name == "text" && !given(params, sp, "lexicon"));
   std::vector<AxisSpec> specs = job.axes_spec.empty() ? std::vector<AxisSpec>{} : parse_axes(job.axes_spec);
   auto [sparams, wparams] = split_params(params, sp, none);
+  // The folder's tokenizer at its own truncation length, when read here (the semantic axes' too).
+  std::shared_ptr<const ModelTokenizer> folder_tok = loaded ? loaded->tokenizer : nullptr;
   if (declares(sp, "max_tokens")) {  // the generator's truncation (docs/MODEL.md): refused by name before it opens
     const PluginParams resolved = resolve_params(sp, sparams);
     std::int64_t max_tokens = 0;
@@ -128,6 +130,7 @@ ModelJob open_model_job(const JobArgs& a, bool report, const std::function<Plugi
       if (k == "max_tokens") max_tokens = std::stoll(v);
     const std::shared_ptr<const ModelTokenizer> mt =
         loaded && max_tokens == 0 ? loaded->tokenizer : std::make_shared<const ModelTokenizer>(ModelTokenizer::load(a.model, max_tokens));
+    if (max_tokens == 0) folder_tok = mt;
     job.options.max_tokens = mt->truncation.tokens, job.options.max_tokens_from = mt->truncation.source;
     Encoding empty;  // what an empty text is measured as: the tokenizer's own special tokens
     mt->tokenizer->encode("", empty);
@@ -142,7 +145,7 @@ ModelJob open_model_job(const JobArgs& a, bool report, const std::function<Plugi
                        std::find(std::begin(kTokenAxes), std::end(kTokenAxes), s.name) != std::end(kTokenAxes);
     job.axis_sources.emplace_back(s.name, token ? "token class" : declares(sp, "lexicon") ? "lexicon" : "features");
   }
-  model_axes(a, job, loaded);
+  model_axes(a, job, folder_tok);
   ModelRunOptions& mo = job.options;
   mo.threads = a.threads;
   mo.simd = job.run.simd;
