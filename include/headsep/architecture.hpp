@@ -20,6 +20,7 @@
 
 #include "headsep/attention.hpp"
 #include "headsep/kernels.hpp"
+#include "headsep/profile.hpp"  // ForwardClock
 
 namespace headsep {
 
@@ -48,6 +49,7 @@ struct ModelScratch {
   std::vector<float> x, qkv, ctx, h1, h2, inter, heads_out, rope;
   std::vector<float> direction;  ///< a group's direction-axis values at the current layer
   AttentionScratch attention;
+  ForwardClock clock;  ///< on while a profiled run measures (ModelBatch)
 };
 
 /// Direction axes (docs/METRICS.md): the last `count` of a forward's context axes are not given per

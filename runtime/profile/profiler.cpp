@@ -57,6 +57,7 @@ struct Thread : ThreadRec {
   int fd[kCounters] = {-1, -1, -1};
   bool counting = false;
   Acc acc[kStages];
+  double parts[std::size_t(ForwardPart::count)] = {};  // the model forward's (ForwardClock)
   ~Thread() {
     for (int f : fd)
       if (f >= 0) ::close(f);
@@ -136,6 +137,26 @@ std::string sink_name(const ResultSink& s) {
 }  // namespace prof
 
 using namespace prof;
+
+const char* to_string(ForwardPart p) noexcept {
+  switch (p) {
+    case ForwardPart::embed: return "embeddings (+ rotary tables)";
+    case ForwardPart::norm: return "norms";
+    case ForwardPart::products: return "products (weights)";
+    case ForwardPart::rope: return "RoPE + K copies";
+    case ForwardPart::attention: return "attention + head metrics";
+    case ForwardPart::activation: return "activations (GELU, SiLU x up)";
+    case ForwardPart::residual: return "residual adds + copies";
+    case ForwardPart::count: break;
+  }
+  return "?";
+}
+
+void ForwardClock::lap(int next) noexcept {
+  const std::int64_t now = now_ns();
+  if (current_ >= 0) seconds[current_] += double(now - last_) * 1e-9;
+  last_ = now, current_ = next;
+}
 
 struct Profiler::Impl::State {
   std::uint64_t generation = ++g_generation;
@@ -277,6 +298,11 @@ void Profiler::Impl::lap(ThreadRec& rec, int next) {
   if (counted) std::copy(ctr, ctr + kCounters, t.ctr_last);
 }
 
+void Profiler::Impl::add_parts(ThreadRec& rec, const ForwardClock& clock) {
+  Thread& t = static_cast<Thread&>(rec);
+  for (std::size_t p = 0; p < std::size_t(ForwardPart::count); ++p) t.parts[p] += clock.seconds[p];
+}
+
 void Profiler::Impl::drop(ThreadRec& rec) {
   Thread& t = static_cast<Thread&>(rec);
   if (t.cur >= 0) {
@@ -394,7 +420,7 @@ void Profiler::Impl::end_run(const RunStats& stats, const std::vector<std::strin
     } else if (id == kAxes) {
       st.kind = "axes", st.name = model ? "token ids + axes projection" : "axes projection";
     } else if (id == kForward) {
-      st.kind = "forward", st.name = "BERT forward (" + s->model + ")";
+      st.kind = "forward", st.name = "model forward (" + s->model + ")";
     } else if (id == kHeads) {
       st.kind = "heads", st.name = "head metrics (sums, sketches, top)";
     } else if (model && id == kConsume0) {  // run_model: consume(0) is the merge, consume(k + 1) sink k
@@ -439,6 +465,17 @@ void Profiler::Impl::end_run(const RunStats& stats, const std::vector<std::strin
     r.thread_list.push_back(tp);
   }
   r.diagnosis = diagnose(r, su);
+  r.forward_parts.clear();
+  if (!s->model.empty()) {
+    double sum = 0;
+    for (std::size_t p = 0; p < std::size_t(ForwardPart::count); ++p) {
+      double v = 0;
+      for (const auto& t : s->threads) v += t->parts[p];
+      r.forward_parts.emplace_back(to_string(ForwardPart(p)), v);
+      sum += v;
+    }
+    if (sum == 0) r.forward_parts.clear();
+  }
   std::lock_guard tl(s->trace_mutex);
   r.trace_events = s->events.size();
   r.trace_stride = s->stride;
@@ -470,6 +507,12 @@ std::string Profiler::table() const {
       out += line;
     }
     out += "\n";
+    if (st.kind == "forward")  // its parts below it (ForwardClock), in the busy and share columns
+      for (const auto& [part, sec] : r.forward_parts) {
+        std::snprintf(line, sizeof line, "  - %-40s %9s %9.3f %9s %5.1f%%\n", part.c_str(), "", sec, "",
+                      r.busy_s > 0 ? 100 * sec / r.busy_s : 0.0);
+        out += line;
+      }
   }
   std::map<std::string, double> plugins;
   for (const auto& st : r.stages)
@@ -530,6 +573,11 @@ std::string Profiler::json() const {
   j["thread_detail"] = threads;
   j["counters"] = {{"available", r.counters}, {"note", r.counters_note}};
   j["diagnosis"] = r.diagnosis;
+  if (!r.forward_parts.empty()) {
+    ordered_json parts;
+    for (const auto& [name, sec] : r.forward_parts) parts[name] = sec;
+    j["forward_parts_s"] = parts;
+  }
   return j.dump(2);
 }
 
