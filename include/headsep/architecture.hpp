@@ -62,9 +62,14 @@ struct DirectionAxes {
   const float* u = nullptr;
 };
 
+namespace model {
+class GroupPool;  // runtime/model/weights.hpp
+}
+
 class Architecture {
  public:
-  virtual ~Architecture() = default;
+  Architecture();
+  virtual ~Architecture();
   virtual const ModelShape& shape() const noexcept = 0;
   virtual const std::string& name() const noexcept = 0;  ///< the folder's name
 
@@ -77,7 +82,8 @@ class Architecture {
   /// the final norm). `directions`: the last directions->count of the `axes` are direction axes
   /// (their `axis` entries unused). Throws Error for an id outside the vocabulary or a report over
   /// max_positions. Thread-safe (const) with distinct scratch; results never depend on which
-  /// reports share a call.
+  /// reports share a call. A call of several groups (~512 tokens each) runs them in parallel on
+  /// oneTBB's threads, each on a scratch of the model's own (one per thread that ran one).
   virtual void forward(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t n_reports,
                        std::uint32_t axes, const float* const* axis, SimdLevel level,
                        const std::vector<AttentionOut>& layers, float* hidden, ModelScratch& scratch,
@@ -94,6 +100,9 @@ class Architecture {
   /// What the loader recognised in the folder, one line each (`headsep info --model DIR`): the
   /// family's description, norms, positions, windows ... Empty: shape() says all.
   virtual std::vector<std::string> recognised() const { return {}; }
+
+ protected:
+  std::shared_ptr<model::GroupPool> group_pool_;  ///< scratch of the groups run in parallel (model::run_groups)
 };
 
 /// Reads DIR/config.json's model_type and loads the model: an encoder (BertModel) or a decoder

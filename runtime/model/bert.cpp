@@ -225,10 +225,11 @@ void BertModel::forward(const std::uint32_t* ids, const std::uint64_t* token_off
   kernels::require_supported(level);
   model::check_forward(shape_, ids, token_offset, n_reports, axes, layers, directions);
   const std::size_t total = token_offset[n_reports] - token_offset[0];
-  model::for_each_group(token_offset, n_reports, [&](std::size_t r0, std::size_t r1, std::size_t) {
-    run_group(ids, token_offset, r0, r1, axes, axis, level, layers, hidden, all_hidden, total, directions, s);
-  });
-  s.clock.stop();
+  model::run_groups(*group_pool_, token_offset, n_reports, s,
+                    [&](std::size_t r0, std::size_t r1, std::size_t, ModelScratch& gs) {
+                      run_group(ids, token_offset, r0, r1, axes, axis, level, layers, hidden, all_hidden, total,
+                                directions, gs);
+                    });
 }
 
 void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,

@@ -40,11 +40,11 @@ void Decoder::forward(const std::uint32_t* ids, const std::uint64_t* token_offse
   kernels::require_supported(level);
   check_forward(shape_, ids, token_offset, n_reports, axes, layers, directions);
   const std::size_t total = token_offset[n_reports] - token_offset[0];
-  for_each_group(token_offset, n_reports, [&](std::size_t r0, std::size_t r1, std::size_t tokens) {
-    const Group g{ids, token_offset, r0, r1, tokens, axes, axis, level, directions};
-    run_group(g, layers, hidden, all_hidden, total, token_offset[0], s);
-  });
-  s.clock.stop();
+  run_groups(*group_pool_, token_offset, n_reports, s,
+             [&](std::size_t r0, std::size_t r1, std::size_t tokens, ModelScratch& gs) {
+               const Group g{ids, token_offset, r0, r1, tokens, axes, axis, level, directions};
+               run_group(g, layers, hidden, all_hidden, total, token_offset[0], gs);
+             });
 }
 
 void Decoder::run_group(const Group& g, const std::vector<AttentionOut>& layers, float* hidden, float* all_hidden,
