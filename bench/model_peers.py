@@ -14,7 +14,8 @@ Real dimensions (--arch gpt2-small / llama-1b / qwen2-0.5b, issue 51): GPT-2 sma
 12 layers x 12 heads), a Llama-3.2-1B-shaped model (2048 wide, 16 layers, 32 query / 8 key-value
 heads, FFN 8192, vocab 128256) and a Qwen2-0.5B-shaped one (896 wide, 24 layers, 14 / 2 heads,
 FFN 4864, q/k/v biases, vocab 151936), random init; timed as headsep, transformers eager with
-output_attentions=True and transformers SDPA (no maps). --layers N keeps the widths with fewer layers.
+output_attentions=True and transformers SDPA (no maps). --layers N keeps the widths with fewer layers;
+--dtype bf16 saves the checkpoint in bf16, which headsep holds as bf16 and transformers runs in bf16.
 
 A shape NxB is reports of N tokens in batches of B. Token ids are random vocabulary ids (numpy,
 fixed seed; [CLS] first, [SEP] last) written to a file both read: the cost does not depend on
@@ -87,7 +88,7 @@ def torch_bert(w, cfg, sdpa=False):
 REAL = ("gpt2-small", "llama-1b", "qwen2-0.5b")
 
 
-def make_decoder(arch, folder, layers=None):
+def make_decoder(arch, folder, layers=None, dtype="f32"):
     import transformers
     torch.manual_seed(0)
     if arch == "gpt2":
@@ -111,6 +112,8 @@ def make_decoder(arch, folder, layers=None):
                                        max_position_embeddings=2048, tie_word_embeddings=True,
                                        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
     model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+    if dtype == "bf16":  # a bf16 checkpoint: headsep holds it as bf16, transformers runs it in bf16
+        model = model.to(torch.bfloat16)
     model.save_pretrained(folder, safe_serialization=True)
     return model, cfg
 
@@ -206,7 +209,7 @@ def run_decoder(a):
     real = a.arch in REAL
     with tempfile.TemporaryDirectory() as tmp:
         folder = os.path.join(tmp, a.arch)
-        model, cfg = make_decoder(a.arch, folder, a.layers)
+        model, cfg = make_decoder(a.arch, folder, a.layers, a.dtype)
         plain = None if real else torch_decoder(model, a.arch, cfg)
         base = model.base_model  # no LM head: headsep computes no logits either
         hf = lambda ids: base(ids, output_attentions=True, use_cache=False)
@@ -217,7 +220,7 @@ def run_decoder(a):
         D, H, L = cfg.hidden_size, cfg.num_attention_heads, cfg.num_hidden_layers
         kv = getattr(cfg, "num_key_value_heads", H)
         print(f"torch {torch.__version__}, {a.threads} threads, {a.arch} {D} wide x {H} heads ({kv} key/value) x {L} "
-              f"layers (random init); headsep = forward + every head metric of every layer; hf = transformers eager, "
+              f"layers (random init, {a.dtype} weights; both sides compute in them); headsep = forward + every head metric of every layer; hf = transformers eager, "
               f"output_attentions=True; " + ("sdpa = transformers SDPA, no maps" if real else
                                               "torch = plain forward keeping the maps") +
               f"; best of {a.repeat}")
@@ -248,7 +251,7 @@ def run_decoder(a):
                 ref = base(t[:1], use_cache=False).last_hidden_state
                 refs = [ref] if real else [ref, plain(t[:1])[0]]
             mine = np.fromfile(hid, dtype=np.float32).reshape(n, -1)
-            diff = max(float(np.abs(mine - r[0].numpy()).max()) for r in refs)
+            diff = max(float(np.abs(mine - r[0].float().numpy()).max()) for r in refs)
             peak = hs["peak_per_core"] * a.threads
             r = hs["tokens_per_s"]
             c_me = hs["cpu_seconds"]
@@ -266,6 +269,8 @@ def main():
     ap.add_argument("--model", help="BERT folder (--arch bert)")
     ap.add_argument("--arch", default="bert", choices=["bert", "gpt2", "llama", *REAL])
     ap.add_argument("--layers", type=int, help="decoders of real dimensions: this many layers instead of the model's")
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"],
+                    help="decoders: the checkpoint's dtype (bf16: headsep keeps it, transformers runs in bf16)")
     ap.add_argument("--peer", required=True, help="headsep's build/bench/model_peer")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--shapes", default="64x64,128x32,16x1024,64x1")

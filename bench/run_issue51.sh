@@ -37,6 +37,9 @@ done
 step "2. bf16 held as bf16 vs --dtype f32, the 1B shape (4 layers): >= 1.6x with AVX512-BF16"
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$HEADSEP_BENCH_VENV/bin/python" "$here/bench/bf16_speed.py" \
   "$HEADSEP_BUILD/headsep" speed --layers 4 --reps "$reps"
+step "2. a bf16 checkpoint: headsep holding it as bf16 against transformers eager in bf16 (1B shape, 4 layers)"
+bash "$here/bench/run_model_peers.sh" --arch llama-1b --layers 4 --dtype bf16 --shapes 128x8 --tokens "$tokens" \
+  --repeat "$repeat" --threads 2
 step "3. the 256² attention against this CPU's FLOP + exp + log floor (>= 90 %, 1 thread)"
 bash "$here/bench/roofline.sh" attention "$HEADSEP_BUILD" 256x256x256x8
 step "3. every onnxruntime set-up at 256², 1 thread (never below the best)"

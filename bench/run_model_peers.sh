@@ -6,7 +6,7 @@
 # Usage: bench/run_model_peers.sh [--threads 2] [--shapes 64x64,128x32,16x1024,64x1]
 #        bench/run_model_peers.sh --arch gpt2|llama [--shapes 128x32,128x1]   (random-init decoders
 #        made at run time; also needs transformers, installed into the venv on first use)
-#        bench/run_model_peers.sh --arch gpt2-small|llama-1b|qwen2-0.5b [--shapes 128x8] [--layers N]
+#        bench/run_model_peers.sh --arch gpt2-small|llama-1b|qwen2-0.5b [--shapes 128x8] [--layers N] [--dtype bf16]
 #        (real dimensions, issue 51: transformers eager with maps and SDPA as the peers)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
