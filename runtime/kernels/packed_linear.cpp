@@ -1,0 +1,125 @@
+// Packing an nn.Linear in f32 or bf16, and the dispatch of its product (packed_linear.hpp): the
+// checks, the one allocation (X as bf16 pairs for vdpbf16ps) and the scalar reference live here,
+// compiled with the baseline flags.
+#include "kernels/packed_linear.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace headsep::kernels {
+namespace {
+
+std::atomic<bool> g_dot_enabled{true};
+
+bool cpu_has_bf16_dot() noexcept {
+#if HEADSEP_KERNELS_X86
+  static const bool has = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
+  return has;
+#else
+  return false;
+#endif
+}
+
+/// `bytes` zeroed, 64-byte aligned; from 1 MiB on 2 MiB pages (as pack_panels: the panels are
+/// streamed once per group of rows).
+template <class T>
+std::shared_ptr<T> alloc_zeroed(std::size_t count) {
+  constexpr std::size_t kHuge = std::size_t(2) << 20;
+  const std::size_t bytes = std::max<std::size_t>(count * sizeof(T), 64);
+  const std::size_t align = bytes >= kHuge / 2 ? kHuge : 64, huge = (bytes + kHuge - 1) / kHuge * kHuge;
+  const std::size_t alloc = align == kHuge && huge - bytes <= bytes / 4 ? huge : bytes;
+  T* p = static_cast<T*>(::operator new(alloc, std::align_val_t(align)));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (align == kHuge) madvise(p, alloc, MADV_HUGEPAGE);
+#endif
+  std::fill(p, p + count, T{});
+  return std::shared_ptr<T>(p, [align](T* q) { ::operator delete(q, std::align_val_t(align)); });
+}
+
+float widen(std::uint16_t b) noexcept { return std::bit_cast<float>(std::uint32_t(b) << 16); }
+
+}  // namespace
+
+std::size_t PackedLinear::bytes() const noexcept {
+  const std::size_t panels = (out + kPanel - 1) / kPanel;
+  if (type == WeightType::f32) return f32 ? panels * (in + 1) * kPanel * sizeof(float) : 0;
+  return bf16 ? panels * kPanel * (bf16_pairs(in) * 2 * sizeof(std::uint16_t) + sizeof(float)) : 0;
+}
+
+PackedLinear pack_linear_f32(const float* w, const float* bias, std::size_t out, std::size_t in) {
+  std::vector<float> t(in * out);  // B[i][o] = W[o][i]
+  for (std::size_t o = 0; o < out; ++o)
+    for (std::size_t i = 0; i < in; ++i) t[i * out + o] = w[o * in + i];
+  PackedLinear p;
+  p.in = in, p.out = out;
+  p.f32 = pack_panels(t.data(), in, out, bias);
+  return p;
+}
+
+PackedLinear pack_linear_bf16(const float* w, const float* bias, std::size_t out, std::size_t in) {
+  const std::size_t panels = (out + kPanel - 1) / kPanel;
+  auto q = alloc_zeroed<std::uint16_t>(panels * kPanel * bf16_pairs(in) * 2);
+  auto b = alloc_zeroed<float>(panels * kPanel);
+  for (std::size_t o = 0; o < out; ++o)
+    for (std::size_t i = 0; i < in; ++i)
+      q.get()[bf16_panel_index(in, i, o)] = round_bf16(std::bit_cast<std::uint32_t>(w[o * in + i]));
+  if (bias) std::copy(bias, bias + out, b.get());
+  PackedLinear p;
+  p.type = WeightType::bf16;
+  p.in = in, p.out = out;
+  p.bf16 = std::move(q);
+  p.bias = std::move(b);
+  return p;
+}
+
+bool bf16_dot_active() noexcept { return cpu_has_bf16_dot() && g_dot_enabled.load(std::memory_order_relaxed); }
+void set_bf16_dot(bool on) noexcept { g_dot_enabled.store(on, std::memory_order_relaxed); }
+
+void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K,
+                  const PackedLinear& w, std::size_t N, float* c, std::size_t ldc, const PackedLinear* next) {
+  if (w.in != K || w.out != N || !w)
+    throw std::logic_error("project_rows: a " + std::to_string(w.out) + " x " + std::to_string(w.in) +
+                           " linear asked for " + std::to_string(N) + " x " + std::to_string(K));
+  if (w.type == WeightType::f32) {
+    const bool pf = next && next->type == WeightType::f32;
+    return project_rows(level, x, ldx, M, K, w.f32.get(), N, c, ldc, pf ? next->f32.get() : nullptr, pf ? next->in : 0);
+  }
+  require_supported(level);
+  const std::uint16_t* panels = w.bf16.get();
+  const float* bias = w.bias.get();
+  switch (level) {
+#if HEADSEP_KERNELS_X86
+    case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}(x, ldx, M, K, panels, bias, N, c, ldc);
+    case SimdLevel::avx2: return bf16_project<fma3_avx2>{}(x, ldx, M, K, panels, bias, N, c, ldc);
+    case SimdLevel::avx512:
+      if (bf16_dot_active()) {
+        // X as bf16 pairs once per call (RNE; an odd K's last pair padded with 0): M·K roundings
+        // against M·K·N products.
+        const std::size_t KP = bf16_pairs(K);
+        thread_local std::vector<std::uint32_t> xb;
+        xb.assign(M * KP, 0);
+        for (std::size_t m = 0; m < M; ++m)
+          for (std::size_t k = 0; k < K; ++k)
+            xb[m * KP + k / 2] |= std::uint32_t(round_bf16(std::bit_cast<std::uint32_t>(x[m * ldx + k]))) << (16 * (k % 2));
+        return bf16_dot_project(xb.data(), KP, M, K, panels, bias, N, c, ldc);
+      }
+      return bf16_project<xsimd::avx512bw>{}(x, ldx, M, K, panels, bias, N, c, ldc);
+#endif
+    default: break;
+  }
+  // Reference: bias + Σ_k x·w on the widened weights, k in order, unfused (the f32 reference's sum).
+  for (std::size_t m = 0; m < M; ++m)
+    for (std::size_t n = 0; n < N; ++n) {
+      float s = bias[n];
+      for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * widen(panels[bf16_panel_index(K, k, n)]);
+      c[m * ldc + n] = s;
+    }
+}
+
+}  // namespace headsep::kernels
