@@ -109,7 +109,8 @@ ModelJob open_model_job(const JobArgs& a, bool report, const std::function<Plugi
   // first; the default (own_text) once the scenario plugin is known.
   if (const std::string spec = feature_axes(a, false); !spec.empty()) parse_axes(spec);
   job.run = run_options(a);
-  job.model = loaded ? loaded->model : load_model(a.model);  // every model error before anything is opened or written
+  const WeightDType dtype = parse_weight_dtype(a.dtype);  // (a loaded model was loaded with its own)
+  job.model = loaded ? loaded->model : load_model(a.model, dtype);  // every model error before anything is opened or written
   PluginRegistry registry = load();
   const PluginInfo& sp = registry.require(a.scenario, PluginKind::scenario);
   std::vector<std::string> params = a.params;

@@ -10,6 +10,7 @@
 
 #include "headsep/error.hpp"
 #include "kernels/attention_simd.hpp"
+#include "kernels/packed_linear.hpp"
 #include "model/family.hpp"
 
 namespace headsep::model {
@@ -17,8 +18,9 @@ namespace {
 
 class TableDecoder final : public Decoder {
  public:
-  TableDecoder(const std::filesystem::path& dir, DecoderSpec spec);
+  TableDecoder(const std::filesystem::path& dir, DecoderSpec spec, WeightDType dtype);
   std::vector<std::string> recognised() const override { return spec_.notes; }
+  WeightMemory weight_memory() const override { return memory_; }
   const float* input_embeddings() const noexcept override { return embed_.data(); }
 
  private:
@@ -29,9 +31,9 @@ class TableDecoder final : public Decoder {
   struct Layer {
     Norm attn_in, attn_out, mlp_in, mlp_out;
     std::vector<float> q_norm, k_norm;  // per head [dh], or the full width [H·dh] (K's copied per query head)
-    std::shared_ptr<const float> qkv, out, up, down;  // up: [gate | up] when gated
-    std::shared_ptr<const float> router;               // routed experts: [experts] logits
-    std::vector<std::shared_ptr<const float>> expert_up, expert_down;
+    kernels::PackedLinear qkv, out, up, down;  // up: [gate | up] when gated
+    kernels::PackedLinear router;              // routed experts: [experts] logits
+    std::vector<kernels::PackedLinear> expert_up, expert_down;
   };
   void embed(const Group& g, float* x, ModelScratch& s) const override;
   void project(const Group& g, std::size_t l, const float* x, ModelScratch& s) const override;
@@ -43,7 +45,7 @@ class TableDecoder final : public Decoder {
                                      : (spec_.family->gated ? 3 : 2) * D * I;
     return D * (Q + 2 * double(kv_width())) + Q * D + mlp;
   }
-  void load(const FolderWeights& w);
+  void load(const FolderWeights& w, WeightDType dtype);
   void norm(SimdLevel level, const Norm& n, const float* in, float* out, std::size_t rows) const;
   void mlp(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const;
   void experts(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const;
@@ -53,20 +55,39 @@ class TableDecoder final : public Decoder {
   std::vector<float> embed_, positions_;
   Norm final_;
   std::vector<Layer> layers_;
+  WeightMemory memory_;
 };
 
-TableDecoder::TableDecoder(const std::filesystem::path& dir, DecoderSpec spec) : spec_(std::move(spec)) {
+TableDecoder::TableDecoder(const std::filesystem::path& dir, DecoderSpec spec, WeightDType dtype) : spec_(std::move(spec)) {
   shape_ = spec_.shape;
   intermediate_ = spec_.intermediate;
   name_ = folder_name(dir);
-  load(FolderWeights(dir));
+  const FolderWeights w(dir);
+  load(w, dtype);
   set_heads();
+  memory_.file = w.data_bytes();
+  bool f32 = false, bf16 = false;
+  auto count = [&](const kernels::PackedLinear& p) {
+    memory_.held += p.bytes();
+    (p.type == kernels::WeightType::bf16 ? bf16 : f32) = true;
+  };
+  for (const Layer& L : layers_) {
+    for (const auto* p : {&L.qkv, &L.out, &L.up, &L.down, &L.router})
+      if (*p) count(*p);
+    for (const auto& p : L.expert_up) count(p);
+    for (const auto& p : L.expert_down) count(p);
+    for (const auto* n : {&L.attn_in, &L.attn_out, &L.mlp_in, &L.mlp_out})
+      memory_.held += (n->g.size() + n->b.size()) * sizeof(float);
+    memory_.held += (L.q_norm.size() + L.k_norm.size()) * sizeof(float);
+  }
+  memory_.held += (embed_.size() + positions_.size() + final_.g.size() + final_.b.size()) * sizeof(float);
+  memory_.linear = f32 && bf16 ? "f32+bf16" : bf16 ? "bf16" : "f32";
 }
 
 /// The tensors of one folder through the family's names.
 class Reader {
  public:
-  Reader(const FolderWeights& w, const Family& f) : w_(w), f_(f) {
+  Reader(const FolderWeights& w, const Family& f, WeightDType dtype) : w_(w), f_(f), dtype_(dtype) {
     const std::string e = std::string(f.embed) + ".weight";
     prefix_ = !w.contains(f.prefix + e) && w.contains(e) ? "" : f.prefix;  // a base model's save has none
   }
@@ -77,6 +98,7 @@ class Reader {
   std::vector<float> linear(const std::string& name, std::uint64_t out, std::uint64_t in, const std::string& formula,
                             bool bias, std::vector<float>* b) const {
     std::vector<float> w;
+    all_bf16_ = all_bf16_ && w_.dtype(prefix_ + name + ".weight") == DType::BF16;
     if (f_.qkv_layout == QkvLayout::conv1d) {
       const auto t = read(name + ".weight", {in, out}, "[" + formula + "]ᵀ");
       w.resize(t.size());
@@ -88,11 +110,20 @@ class Reader {
     if (bias && b) *b = read(name + ".bias", {out}, "[" + formula.substr(0, formula.find(',')) + "]");
     return w;
   }
+  /// How to hold the product of the weights linear() read since the last call: auto keeps bf16
+  /// when all of them were BF16 in the folder, else f32.
+  kernels::WeightType take_type() const {
+    const bool bf16 = dtype_ == WeightDType::bf16 || (dtype_ == WeightDType::automatic && all_bf16_);
+    all_bf16_ = true;
+    return bf16 ? kernels::WeightType::bf16 : kernels::WeightType::f32;
+  }
 
  private:
   const FolderWeights& w_;
   const Family& f_;
+  WeightDType dtype_;
   std::string prefix_;
+  mutable bool all_bf16_ = true;
 };
 
 /// Rows [first, first + n) of a [rows][in] matrix (and of its bias, when there is one).
@@ -103,10 +134,10 @@ void take_rows(const std::vector<float>& w, const std::vector<float>& b, std::si
   else bo.insert(bo.end(), n, 0.0f);
 }
 
-void TableDecoder::load(const FolderWeights& fw) {
+void TableDecoder::load(const FolderWeights& fw, WeightDType dtype) {
   const Family& f = *spec_.family;
   const ModelShape& c = shape_;
-  const Reader r(fw, f);
+  const Reader r(fw, f, dtype);
   const std::uint64_t D = c.hidden, I = intermediate_, dh = c.head_dim, H = c.heads, Q = H * dh, KV = kv_width();
   const std::string hid = f.hidden, inter = f.intermediate ? f.intermediate : "intermediate",
                     qw = std::string(f.heads) + "*head_dim", kvw = std::string(f.kv_heads ? f.kv_heads : f.heads) + "*head_dim";
@@ -156,33 +187,45 @@ void TableDecoder::load(const FolderWeights& fw) {
     }
     wqkv.insert(wqkv.end(), wv.begin(), wv.end());
     bqkv.insert(bqkv.end(), bv.begin(), bv.end());
-    L.qkv = pack_linear(wqkv, bqkv, qkv_ld(), D);
+    wq.clear(), wk.clear(), wv.clear(), wq.shrink_to_fit(), wk.shrink_to_fit(), wv.shrink_to_fit();
+    L.qkv = pack_linear(wqkv, bqkv, qkv_ld(), D, r.take_type());
+    wqkv = {};
+    // (Each matrix read into a variable before take_type(): argument order is unspecified.)
     std::vector<float> bo, bu, bd;
-    L.out = pack_linear(r.linear(p + f.o, D, Q, hid + ", " + qw, spec_.o_bias, &bo), bo, D, Q);
+    const auto wo = r.linear(p + f.o, D, Q, hid + ", " + qw, spec_.o_bias, &bo);
+    L.out = pack_linear(wo, bo, D, Q, r.take_type());
     if (f.moe_router) {
       L.router = pack_linear(r.read(p + f.moe_router + ".weight", {spec_.experts, D}, "[num_local_experts, " + hid + "]"),
-                             {}, spec_.experts, D);
+                             {}, spec_.experts, D, kernels::WeightType::f32);  // (tiny: the logits stay f32)
       for (std::uint32_t e = 0; e < spec_.experts; ++e) {
         const std::string x = p + f.moe_experts + std::to_string(e);
         auto gu = r.linear(x + ".w1", I, D, inter + ", " + hid, false, nullptr);
         const auto up = r.linear(x + ".w3", I, D, inter + ", " + hid, false, nullptr);
         gu.insert(gu.end(), up.begin(), up.end());
-        L.expert_up.push_back(pack_linear(gu, {}, 2 * I, D));
-        L.expert_down.push_back(pack_linear(r.linear(x + ".w2", D, I, hid + ", " + inter, false, nullptr), {}, D, I));
+        L.expert_up.push_back(pack_linear(gu, {}, 2 * I, D, r.take_type()));
+        const auto down = r.linear(x + ".w2", D, I, hid + ", " + inter, false, nullptr);
+        L.expert_down.push_back(pack_linear(down, {}, D, I, r.take_type()));
       }
     } else if (!f.gated) {
-      L.up = pack_linear(r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu), bu, I, D);
+      const auto up = r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu);
+      L.up = pack_linear(up, bu, I, D, r.take_type());
     } else if (f.gate_up) {
-      L.up = pack_linear(r.linear(p + f.gate_up, 2 * I, D, "2*" + inter + ", " + hid, spec_.mlp_bias, &bu), bu, 2 * I, D);
+      const auto gu = r.linear(p + f.gate_up, 2 * I, D, "2*" + inter + ", " + hid, spec_.mlp_bias, &bu);
+      L.up = pack_linear(gu, bu, 2 * I, D, r.take_type());
     } else {
       std::vector<float> bg;
       auto gu = r.linear(p + f.gate, I, D, inter + ", " + hid, spec_.mlp_bias, &bg);
-      const auto up = r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu);
-      gu.insert(gu.end(), up.begin(), up.end());
+      {
+        const auto up = r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu);
+        gu.insert(gu.end(), up.begin(), up.end());
+      }
       bg.insert(bg.end(), bu.begin(), bu.end());
-      L.up = pack_linear(gu, bg, 2 * I, D);
+      L.up = pack_linear(gu, bg, 2 * I, D, r.take_type());
     }
-    if (f.down) L.down = pack_linear(r.linear(p + f.down, D, I, hid + ", " + inter, spec_.mlp_bias, &bd), bd, D, I);
+    if (f.down) {
+      const auto down = r.linear(p + f.down, D, I, hid + ", " + inter, spec_.mlp_bias, &bd);
+      L.down = pack_linear(down, bd, D, I, r.take_type());
+    }
     L.attn_in = read_norm(f.attn_in_norm ? (p + f.attn_in_norm).c_str() : nullptr, D, "[" + hid + "]");
     L.attn_out = read_norm(f.attn_out_norm ? (p + f.attn_out_norm).c_str() : nullptr, D, "[" + hid + "]");
     L.mlp_in = read_norm(f.mlp_in_norm ? (p + f.mlp_in_norm).c_str() : nullptr, D, "[" + hid + "]");
@@ -269,7 +312,7 @@ void TableDecoder::project(const Group& g, std::size_t l, const float* x, ModelS
     norm(g.level, L.attn_in, x, s.h1.data(), T);
     in = s.h1.data();
   }
-  kernels::project_rows(g.level, in, D, T, D, L.qkv.get(), ld, s.qkv.data(), ld);
+  kernels::project_rows(g.level, in, D, T, D, L.qkv, ld, s.qkv.data(), ld);
   if (!L.q_norm.empty()) qk_norms(L, s.qkv.data(), T);
   // RoPE on every query head and every K copy (rotate_half: pairs (i, i + rotary_dims/2); the
   // dims past rotary_dims pass through).
@@ -298,7 +341,7 @@ void TableDecoder::project(const Group& g, std::size_t l, const float* x, ModelS
 void TableDecoder::experts(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const {
   const std::size_t D = shape_.hidden, I = intermediate_, T = g.T, E = spec_.experts, K = spec_.experts_per_token;
   std::vector<float> logits(T * E), xin(in, in + T * D), rows, ys;
-  kernels::project_rows(g.level, xin.data(), D, T, D, L.router.get(), E, logits.data(), E);
+  kernels::project_rows(g.level, xin.data(), D, T, D, L.router, E, logits.data(), E);
   std::vector<std::vector<std::pair<std::size_t, float>>> routed(E);  // per expert: (token, weight)
   std::vector<std::size_t> order(E);
   for (std::size_t t = 0; t < T; ++t) {
@@ -322,10 +365,10 @@ void TableDecoder::experts(const Group& g, const Layer& L, const float* in, floa
     for (std::size_t i = 0; i < n; ++i) std::copy_n(xin.data() + routed[e][i].first * D, D, rows.data() + i * D);
     s.inter.resize(n * 3 * I);
     float* gu = s.inter.data() + n * I;
-    kernels::project_rows(g.level, rows.data(), D, n, D, L.expert_up[e].get(), 2 * I, gu, 2 * I);
+    kernels::project_rows(g.level, rows.data(), D, n, D, L.expert_up[e], 2 * I, gu, 2 * I);
     swiglu_rows(gu, s.inter.data(), n, I);
     ys.resize(n * D);
-    kernels::project_rows(g.level, s.inter.data(), I, n, I, L.expert_down[e].get(), D, ys.data(), D);
+    kernels::project_rows(g.level, s.inter.data(), I, n, I, L.expert_down[e], D, ys.data(), D);
     for (std::size_t i = 0; i < n; ++i) {
       float* o = out + routed[e][i].first * D;
       for (std::size_t d = 0; d < D; ++d) o[d] += ys[i * D + d] * routed[e][i].second;
@@ -338,17 +381,17 @@ void TableDecoder::mlp(const Group& g, const Layer& L, const float* in, float* o
   if (spec_.experts) return experts(g, L, in, out, s);
   if (!spec_.family->gated) {
     s.inter.resize(T * I);
-    kernels::project_rows(g.level, in, D, T, D, L.up.get(), I, s.inter.data(), I);
+    kernels::project_rows(g.level, in, D, T, D, L.up, I, s.inter.data(), I);
     if (spec_.act == Activation::gelu_tanh) gelu_tanh_inplace(s.inter.data(), T * I);
     else gelu_inplace(s.inter.data(), T * I);  // (SiLU without a gate is refused at load)
   } else {
     s.inter.resize(T * 3 * I);
     float* gu = s.inter.data() + T * I;
-    kernels::project_rows(g.level, in, D, T, D, L.up.get(), 2 * I, gu, 2 * I);
+    kernels::project_rows(g.level, in, D, T, D, L.up, 2 * I, gu, 2 * I);
     if (spec_.act == Activation::silu) swiglu_rows(gu, s.inter.data(), T, I);
     else geglu_rows(spec_.act == Activation::gelu_tanh, gu, s.inter.data(), T, I);
   }
-  kernels::project_rows(g.level, s.inter.data(), I, T, I, L.down.get(), D, out, D);
+  kernels::project_rows(g.level, s.inter.data(), I, T, I, L.down, D, out, D);
 }
 
 void TableDecoder::finish_layer(const Group& g, std::size_t l, float* x, ModelScratch& s) const {
@@ -358,7 +401,7 @@ void TableDecoder::finish_layer(const Group& g, std::size_t l, float* x, ModelSc
   s.h2.resize(T * D);
   float* a = s.h1.data();
   float* m = s.h2.data();
-  kernels::project_rows(g.level, s.ctx.data(), Q, T, Q, L.out.get(), D, a, D);
+  kernels::project_rows(g.level, s.ctx.data(), Q, T, Q, L.out, D, a, D);
   if (L.attn_out.on()) norm(g.level, L.attn_out, a, a, T);
   if (spec_.parallel) {  // GPT-NeoX: mlp_output + attn_output + hidden_states
     mlp(g, L, L.mlp_in.on() ? (norm(g.level, L.mlp_in, x, m, T), m) : x, m, s);
@@ -375,8 +418,8 @@ void TableDecoder::finish_layer(const Group& g, std::size_t l, float* x, ModelSc
 
 }  // namespace
 
-std::unique_ptr<Architecture> load_table_decoder(const std::filesystem::path& dir, DecoderSpec spec) {
-  return std::make_unique<TableDecoder>(dir, std::move(spec));
+std::unique_ptr<Architecture> load_table_decoder(const std::filesystem::path& dir, DecoderSpec spec, WeightDType dtype) {
+  return std::make_unique<TableDecoder>(dir, std::move(spec), dtype);
 }
 
 }  // namespace headsep::model

@@ -97,6 +97,13 @@ std::shared_ptr<const float> pack_linear(const std::vector<float>& w, const std:
   return kernels::pack_panels(t.data(), in, out, b.empty() ? nullptr : b.data());
 }
 
+kernels::PackedLinear pack_linear(const std::vector<float>& w, const std::vector<float>& b, std::size_t out,
+                                  std::size_t in, kernels::WeightType type) {
+  const float* bias = b.empty() ? nullptr : b.data();
+  return type == kernels::WeightType::bf16 ? kernels::pack_linear_bf16(w.data(), bias, out, in)
+                                           : kernels::pack_linear_f32(w.data(), bias, out, in);
+}
+
 FolderWeights::FolderWeights(const std::filesystem::path& dir) {
   const auto single = dir / "model.safetensors", index = dir / "model.safetensors.index.json";
   if (std::filesystem::exists(single) || !std::filesystem::exists(index)) {
@@ -125,20 +132,47 @@ bool FolderWeights::contains(const std::string& name) const {
   return index_.empty() ? files_[0].contains(name) : where_.count(name) > 0;
 }
 
+const SafeTensors& FolderWeights::file_of(const std::string& name) const {
+  if (index_.empty()) return files_[0];
+  const auto it = where_.find(name);
+  if (it == where_.end()) throw Error(index_ + ": tensor '" + name + "': missing (in no shard)");
+  return files_[it->second];
+}
+
 std::vector<float> FolderWeights::read(const std::string& name, std::vector<std::uint64_t> dims,
                                        const std::string& formula) const {
-  std::size_t f = 0;
-  if (!index_.empty()) {
-    const auto it = where_.find(name);
-    if (it == where_.end()) throw Error(index_ + ": tensor '" + name + "': missing (in no shard)");
-    f = it->second;
-  }
-  return files_[f].read_f32(name, ShapeSpec{std::move(dims), formula});
+  const SafeTensors& f = file_of(name);
+  auto v = f.read_f32(name, ShapeSpec{std::move(dims), formula});
+  f.drop_pages(name);
+  return v;
+}
+
+DType FolderWeights::dtype(const std::string& name) const { return file_of(name).at(name).dtype; }
+
+std::uint64_t FolderWeights::data_bytes() const noexcept {
+  std::uint64_t n = 0;
+  for (const auto& f : files_) n += f.data_size();
+  return n;
 }
 
 }  // namespace model
 
-std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir) {
+std::string_view to_string(WeightDType t) noexcept {
+  switch (t) {
+    case WeightDType::automatic: return "auto";
+    case WeightDType::f32: return "f32";
+    case WeightDType::bf16: return "bf16";
+  }
+  return "?";
+}
+
+WeightDType parse_weight_dtype(std::string_view name) {
+  for (auto t : {WeightDType::automatic, WeightDType::f32, WeightDType::bf16})
+    if (name == to_string(t)) return t;
+  throw UsageError("unknown weight dtype '" + std::string(name) + "' (expected auto, f32 or bf16)");
+}
+
+std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir, WeightDType dtype) {
   std::string file;
   const model::json j = model::read_config(dir, file);
   const std::string type = model::json_str(j, "model_type", file, "");
@@ -147,7 +181,7 @@ std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir) {
                 model::json_str(j["quantization_config"], "quant_method", file, "?") +
                 "): headsep reads f32, f16 and bf16 weights");
   if (const model::Family* f = model::find_family(type))
-    return model::load_table_decoder(dir, model::read_decoder_spec(*f, j, file));
+    return model::load_table_decoder(dir, model::read_decoder_spec(*f, j, file), dtype);
   if (type.empty() || is_encoder_model_type(type)) return std::make_unique<BertModel>(BertModel::load(dir));
   std::string known = "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\"";
   for (const model::Family& f : model::families()) known += std::string(", \"") + f.model_type + "\"";

@@ -1,0 +1,127 @@
+// A bf16 decoder held in bf16 (kernels/packed_linear.hpp, docs/MODEL.md "Weight dtype"): which
+// dtype the loader keeps, and the accuracy of the vdpbf16ps products against transformers run in
+// f32 on the same weights (reference.safetensors) and in bf16 (reference-bf16.safetensors), on the
+// llama-bf16 fixture (make_decoder_fixtures.py). The widening path's bits are test_decoder.cpp's.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "headsep/architecture.hpp"
+#include "headsep/safetensors.hpp"
+#include "kernels/packed_linear.hpp"
+#include "model/decoder_fixture.hpp"
+
+using namespace headsep;
+using namespace decoder_test;
+
+namespace {
+
+/// Worst differences of one forward against a reference file, per hidden block (relative to the
+/// block's largest magnitude, at least 1), per layer's maps (absolute) and metrics (|Δ| / (|value| + 1): relative above 1, absolute below).
+struct Errors {
+  std::vector<double> hidden, maps, metrics;
+};
+
+template <class Hidden, class Maps, class Metric>
+Errors errors_of(const SafeTensors& ref, std::size_t n, const ModelShape& c, Hidden hidden, Maps maps, Metric metric) {
+  Errors e;
+  const auto hid = ref.read_f32("hidden_" + std::to_string(n));
+  const std::size_t w = n * c.hidden;
+  for (std::size_t blk = 0; blk <= c.layers; ++blk) {
+    double worst = 0, scale = 1;
+    for (std::size_t i = blk * w; i < (blk + 1) * w; ++i) {
+      worst = std::max(worst, std::abs(double(hid[i]) - hidden(i)));
+      scale = std::max(scale, double(std::abs(hid[i])));
+    }
+    e.hidden.push_back(worst / scale);
+  }
+  const std::size_t H = c.heads, P = H * (H - 1) / 2;
+  for (std::size_t l = 0; l < c.layers; ++l) {
+    const std::string k = std::to_string(n) + "_" + std::to_string(l);
+    const auto m = ref.read_f32("maps_" + k);
+    double mw = 0;
+    for (std::size_t i = 0; i < m.size(); ++i) mw = std::max(mw, std::abs(double(m[i]) - maps(l, i)));
+    e.maps.push_back(mw);
+    const auto head = ref.read_f32("head_" + k), ctx = ref.read_f32("ctx_" + k), pairs = ref.read_f32("pairs_" + k);
+    double tw = 0;
+    auto err = [&](double got, double want) { tw = std::max(tw, std::abs(got - want) / (std::abs(want) + 1.0)); };
+    for (std::size_t i = 0; i < (H + 1) * kHeadStats; ++i) err(metric(l, 0, i), head[i]);
+    for (std::size_t h = 0; h <= H; ++h) err(metric(l, 1, h), ctx[h]);
+    for (std::size_t i = 0; i < P * kPairStats; ++i) err(metric(l, 2, i), pairs[i]);
+    e.metrics.push_back(tw);
+  }
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("bf16 folders stay bf16 unless --dtype f32; --dtype bf16 rounds an f32 folder", "[decoder][bf16]") {
+  const auto kept = load_model(fixture("llama-bf16"));
+  const auto widened = load_model(fixture("llama-bf16"), WeightDType::f32);
+  CHECK(kept->weight_memory().linear == "bf16");
+  CHECK(widened->weight_memory().linear == "f32");
+  CHECK(kept->weight_memory().file == widened->weight_memory().file);
+  CHECK(kept->weight_memory().held < widened->weight_memory().held);
+  CHECK(load_model(fixture("llama"))->weight_memory().linear == "f32");
+  CHECK(load_model(fixture("llama"), WeightDType::bf16)->weight_memory().linear == "bf16");
+  CHECK(parse_weight_dtype("auto") == WeightDType::automatic);
+  CHECK_THROWS_WITH(parse_weight_dtype("f16"), Catch::Contains("expected auto, f32 or bf16"));
+}
+
+TEST_CASE("bf16 products with vdpbf16ps against transformers in f32 and in bf16", "[decoder][bf16]") {
+  if (!kernels::bf16_dot_active()) {
+    WARN("this CPU has no AVX512-BF16: the vdpbf16ps path is not tested here (its widening path is exact)");
+    return;
+  }
+  const auto m = load_model(fixture("llama-bf16"));
+  const ModelShape& c = m->shape();
+  const SafeTensors f32(fixture("llama-bf16") / "reference.safetensors");
+  const SafeTensors b16(fixture("llama-bf16") / "reference-bf16.safetensors");
+  for (std::size_t n : {1, 5, 8, 17}) {
+    CAPTURE(n);
+    const auto ids = ref_ids(f32, n);
+    const Out o = run(*m, ids, {0, n}, SimdLevel::avx512);
+    const Errors ours = errors_of(
+        f32, n, c, [&](std::size_t i) { return double(o.all_hidden[i]); },
+        [&](std::size_t l, std::size_t i) { return double(o.maps[l][i]); },
+        [&](std::size_t l, int kind, std::size_t i) {
+          return kind == 0 ? o.hs[l][i] : kind == 1 ? o.ctx[l][i] : o.ps[l][i];
+        });
+    // transformers in bf16, read from its own recording, against the same f32 reference.
+    const auto bh = b16.read_f32("hidden_" + std::to_string(n));
+    std::vector<std::vector<float>> bm, bhs, bctx, bps;
+    for (std::size_t l = 0; l < c.layers; ++l) {
+      const std::string k = std::to_string(n) + "_" + std::to_string(l);
+      bm.push_back(b16.read_f32("maps_" + k)), bhs.push_back(b16.read_f32("head_" + k));
+      bctx.push_back(b16.read_f32("ctx_" + k)), bps.push_back(b16.read_f32("pairs_" + k));
+    }
+    const Errors theirs = errors_of(
+        f32, n, c, [&](std::size_t i) { return double(bh[i]); }, [&](std::size_t l, std::size_t i) { return double(bm[l][i]); },
+        [&](std::size_t l, int kind, std::size_t i) {
+          return double(kind == 0 ? bhs[l][i] : kind == 1 ? bctx[l][i] : bps[l][i]);
+        });
+    // Tolerances in u = 2^-9, bf16's unit roundoff: the only rounding the vdpbf16ps products add
+    // is X's to bf16 (relative <= u per element) before each product. Two criteria, both held:
+    //  - never worse than transformers' own bf16 run against the same f32 reference, or within u
+    //    where that run happens to be closer (measured: ours 0.4-1.0x transformers' error);
+    //  - absolute: hidden block l within 4·l·u of its scale (X rounded once per product, errors
+    //    growing by about u per layer; measured at most 2.2 u at l = 2), maps within 8 u,
+    //    metrics within 4 u (|Δ| / (|value| + 1); measured at most 0.5 u).
+    constexpr double u = 0x1p-9;
+    for (std::size_t b = 0; b <= c.layers; ++b) {
+      CAPTURE(b, ours.hidden[b], theirs.hidden[b]);
+      CHECK(ours.hidden[b] <= std::max(theirs.hidden[b], u));
+      CHECK(ours.hidden[b] <= 4 * double(b) * u);
+    }
+    for (std::size_t l = 0; l < c.layers; ++l) {
+      CAPTURE(l, ours.maps[l], theirs.maps[l], ours.metrics[l], theirs.metrics[l]);
+      CHECK(ours.maps[l] <= std::max(theirs.maps[l], u));
+      CHECK(ours.maps[l] <= 8 * u);
+      CHECK(ours.metrics[l] <= std::max(theirs.metrics[l], u));
+      CHECK(ours.metrics[l] <= 4 * u);
+    }
+  }
+}
