@@ -62,19 +62,29 @@ PackedLinear pack_linear_f32(const float* w, const float* bias, std::size_t out,
   return p;
 }
 
-PackedLinear pack_linear_bf16(const float* w, const float* bias, std::size_t out, std::size_t in) {
+PackedLinear alloc_linear_bf16(std::size_t out, std::size_t in) {
   const std::size_t panels = (out + kPanel - 1) / kPanel;
-  auto q = alloc_zeroed<std::uint16_t>(panels * kPanel * bf16_pairs(in) * 2);
-  auto b = alloc_zeroed<float>(panels * kPanel);
-  for (std::size_t o = 0; o < out; ++o)
-    for (std::size_t i = 0; i < in; ++i)
-      q.get()[bf16_panel_index(in, i, o)] = round_bf16(std::bit_cast<std::uint32_t>(w[o * in + i]));
-  if (bias) std::copy(bias, bias + out, b.get());
   PackedLinear p;
   p.type = WeightType::bf16;
   p.in = in, p.out = out;
-  p.bf16 = std::move(q);
-  p.bias = std::move(b);
+  p.bf16 = alloc_zeroed<std::uint16_t>(panels * kPanel * bf16_pairs(in) * 2);
+  p.bias = alloc_zeroed<float>(panels * kPanel);
+  return p;
+}
+
+void pack_rows_bf16(PackedLinear& p, const float* w, const float* bias, std::size_t row0, std::size_t rows) {
+  if (p.type != WeightType::bf16 || row0 + rows > p.out) throw std::logic_error("pack_rows_bf16: rows past the linear's");
+  auto* q = const_cast<std::uint16_t*>(p.bf16.get());  // (alloc_linear_bf16's own, not yet shared)
+  const std::size_t in = p.in;
+  for (std::size_t o = 0; o < rows; ++o)
+    for (std::size_t i = 0; i < in; ++i)
+      q[bf16_panel_index(in, i, row0 + o)] = round_bf16(std::bit_cast<std::uint32_t>(w[o * in + i]));
+  if (bias) std::copy(bias, bias + rows, const_cast<float*>(p.bias.get()) + row0);
+}
+
+PackedLinear pack_linear_bf16(const float* w, const float* bias, std::size_t out, std::size_t in) {
+  PackedLinear p = alloc_linear_bf16(out, in);
+  pack_rows_bf16(p, w, bias, 0, out);
   return p;
 }
 

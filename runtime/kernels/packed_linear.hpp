@@ -55,6 +55,11 @@ PackedLinear pack_linear_f32(const float* w, const float* bias, std::size_t out,
 /// The same held as bf16: each weight rounded to nearest even (exact for values that came from
 /// bf16); the bias stays f32.
 PackedLinear pack_linear_bf16(const float* w, const float* bias, std::size_t out, std::size_t in);
+/// pack_linear_bf16 in pieces (a loader that never holds the whole matrix in f32): a bf16 linear
+/// of zero weights and bias, then rows [row0, row0 + rows) of W from `w` ([rows][in]) and `bias`
+/// (those rows' values; nullptr = 0). Not for a PackedLinear already in use.
+PackedLinear alloc_linear_bf16(std::size_t out, std::size_t in);
+void pack_rows_bf16(PackedLinear& p, const float* w, const float* bias, std::size_t row0, std::size_t rows);
 
 /// C[m][0, N) = bias + X[m]·Wᵀ for rows m < M at `level`, in w's dtype (see the top of this file).
 /// K and N must be w.in and w.out. A row's result never depends on the other rows of the call.

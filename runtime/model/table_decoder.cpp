@@ -6,7 +6,9 @@
 // with a null norm the identity, mlp = down(act(gate) · up) or proj(act(fc)). GPT-2, Llama,
 // Mistral and Qwen2 run this with the same products and steps their own files had.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <mutex>
 
 #include "headsep/error.hpp"
 #include "kernels/attention_simd.hpp"
@@ -21,7 +23,14 @@ class TableDecoder final : public Decoder {
   TableDecoder(const std::filesystem::path& dir, DecoderSpec spec, WeightDType dtype);
   std::vector<std::string> recognised() const override { return spec_.notes; }
   WeightMemory weight_memory() const override { return memory_; }
-  const float* input_embeddings() const noexcept override { return embed_.data(); }
+  /// (A bf16 table is widened here, once, when first asked: only the semantic axes read it.)
+  const float* input_embeddings() const noexcept override {
+    if (!embed16_.empty()) std::call_once(widen_once_, [this] {
+      embed_.resize(embed16_.size());
+      for (std::size_t i = 0; i < embed16_.size(); ++i) embed_[i] = std::bit_cast<float>(std::uint32_t(embed16_[i]) << 16);
+    });
+    return embed_.data();
+  }
 
  private:
   struct Norm {
@@ -52,7 +61,10 @@ class TableDecoder final : public Decoder {
   void qk_norms(const Layer& L, float* qkv, std::size_t T) const;
 
   DecoderSpec spec_;
-  std::vector<float> embed_, positions_;
+  mutable std::vector<float> embed_;  // f32 table, or (bf16 held) input_embeddings()'s widened copy
+  std::vector<std::uint16_t> embed16_;  // the table as bf16, when the products are held as bf16
+  mutable std::once_flag widen_once_;
+  std::vector<float> positions_;
   Norm final_;
   std::vector<Layer> layers_;
   WeightMemory memory_;
@@ -80,7 +92,8 @@ TableDecoder::TableDecoder(const std::filesystem::path& dir, DecoderSpec spec, W
       memory_.held += (n->g.size() + n->b.size()) * sizeof(float);
     memory_.held += (L.q_norm.size() + L.k_norm.size()) * sizeof(float);
   }
-  memory_.held += (embed_.size() + positions_.size() + final_.g.size() + final_.b.size()) * sizeof(float);
+  memory_.held += (embed_.size() + positions_.size() + final_.g.size() + final_.b.size()) * sizeof(float) +
+                  embed16_.size() * sizeof(std::uint16_t);
   memory_.linear = f32 && bf16 ? "f32+bf16" : bf16 ? "bf16" : "f32";
 }
 
@@ -93,6 +106,14 @@ class Reader {
   }
   std::vector<float> read(const std::string& name, std::vector<std::uint64_t> dims, const std::string& formula) const {
     return w_.read(prefix_ + name, std::move(dims), formula);
+  }
+  /// Whether a table (the embeddings) is held as bf16: as the products would be.
+  bool bf16_table(const std::string& name) const {
+    return dtype_ == WeightDType::bf16 || (dtype_ == WeightDType::automatic && w_.dtype(prefix_ + name) == DType::BF16);
+  }
+  std::vector<std::uint16_t> read_bf16(const std::string& name, std::vector<std::uint64_t> dims,
+                                       const std::string& formula) const {
+    return w_.read_bf16(prefix_ + name, std::move(dims), formula);
   }
   /// nn.Linear `name` as [out][in] (Conv1D's [in][out] transposed); its bias when `bias`.
   std::vector<float> linear(const std::string& name, std::uint64_t out, std::uint64_t in, const std::string& formula,
@@ -109,6 +130,15 @@ class Reader {
     }
     if (bias && b) *b = read(name + ".bias", {out}, "[" + formula.substr(0, formula.find(',')) + "]");
     return w;
+  }
+  /// How to hold the product of nn.Linear weights `names` (before reading them).
+  kernels::WeightType type_of(std::initializer_list<std::string> names) const {
+    bool bf16 = dtype_ == WeightDType::bf16;
+    if (dtype_ == WeightDType::automatic) {
+      bf16 = true;
+      for (const auto& n : names) bf16 = bf16 && w_.dtype(prefix_ + n + ".weight") == DType::BF16;
+    }
+    return bf16 ? kernels::WeightType::bf16 : kernels::WeightType::f32;
   }
   /// How to hold the product of the weights linear() read since the last call: auto keeps bf16
   /// when all of them were BF16 in the folder, else f32.
@@ -150,7 +180,10 @@ void TableDecoder::load(const FolderWeights& fw, WeightDType dtype) {
       for (float& v : out.g) v = 1.0f + v;  // as Gemma's 1.0 + weight.float(), in f32
     return out;
   };
-  embed_ = r.read(std::string(f.embed) + ".weight", {c.vocab_size, D}, "[vocab_size, " + hid + "]");
+  // The table in the products' dtype (a bf16 folder's: its bytes as they are, no f32 copy).
+  const std::string emb = std::string(f.embed) + ".weight", emb_formula = "[vocab_size, " + hid + "]";
+  if (r.bf16_table(emb)) embed16_ = r.read_bf16(emb, {c.vocab_size, D}, emb_formula);
+  else embed_ = r.read(emb, {c.vocab_size, D}, emb_formula);
   if (f.learned_positions)
     positions_ = r.read(std::string(f.learned_positions) + ".weight", {c.max_positions, D}, "[" + std::string(f.positions) + ", " + hid + "]");
   final_ = read_norm(f.final_norm, D, "[" + hid + "]");
@@ -212,6 +245,17 @@ void TableDecoder::load(const FolderWeights& fw, WeightDType dtype) {
     } else if (f.gate_up) {
       const auto gu = r.linear(p + f.gate_up, 2 * I, D, "2*" + inter + ", " + hid, spec_.mlp_bias, &bu);
       L.up = pack_linear(gu, bu, 2 * I, D, r.take_type());
+    } else if (r.type_of({p + f.gate, p + f.up}) == kernels::WeightType::bf16) {
+      // [gate | up] packed half by half: no f32 copy of both (the load's largest transient).
+      std::vector<float> bg;
+      L.up = kernels::alloc_linear_bf16(2 * I, D);
+      {
+        const auto gate = r.linear(p + f.gate, I, D, inter + ", " + hid, spec_.mlp_bias, &bg);
+        kernels::pack_rows_bf16(L.up, gate.data(), bg.empty() ? nullptr : bg.data(), 0, I);
+      }
+      const auto up = r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu);
+      kernels::pack_rows_bf16(L.up, up.data(), bu.empty() ? nullptr : bu.data(), I, I);
+      r.take_type();
     } else {
       std::vector<float> bg;
       auto gu = r.linear(p + f.gate, I, D, inter + ", " + hid, spec_.mlp_bias, &bg);
@@ -264,14 +308,18 @@ void TableDecoder::embed(const Group& g, float* x, ModelScratch& s) const {
   for (std::size_t r = g.r0; r < g.r1; ++r)
     for (std::uint64_t t = g.token_offset[r]; t < g.token_offset[r + 1]; ++t) {
       float* row = x + (t - t0) * D;
-      const float* e = embed_.data() + std::size_t(g.ids[t]) * D;
+      const float* e = row;
+      if (embed16_.empty()) e = embed_.data() + std::size_t(g.ids[t]) * D;
+      else
+        for (std::size_t i = 0, o = std::size_t(g.ids[t]) * D; i < D; ++i)
+          row[i] = std::bit_cast<float>(std::uint32_t(embed16_[o + i]) << 16);
       const std::size_t pos = t - g.token_offset[r];
       if (!positions_.empty()) {
         const float* p = positions_.data() + pos * D;
         for (std::size_t i = 0; i < D; ++i) row[i] = e[i] + p[i];
       } else if (scale != 1.0f) {
         for (std::size_t i = 0; i < D; ++i) row[i] = e[i] * scale;
-      } else {
+      } else if (e != row) {
         std::copy(e, e + D, row);
       }
       for (std::size_t k = 0; k < tables; ++k) {

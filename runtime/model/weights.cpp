@@ -2,6 +2,7 @@
 // files, the panel kernel's packing; and load_model, which picks the architecture by model_type.
 #include "model/weights.hpp"
 
+#include <bit>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -145,6 +146,32 @@ std::vector<float> FolderWeights::read(const std::string& name, std::vector<std:
   auto v = f.read_f32(name, ShapeSpec{std::move(dims), formula});
   f.drop_pages(name);
   return v;
+}
+
+std::vector<std::uint16_t> FolderWeights::read_bf16(const std::string& name, std::vector<std::uint64_t> dims,
+                                                    const std::string& formula) const {
+  const SafeTensors& f = file_of(name);
+  const TensorInfo& t = f.at(name);
+  std::vector<std::uint16_t> out;
+  if (t.dtype != DType::BF16 || t.shape != dims) {  // (a wrong shape: read's message)
+    const auto v = read(name, std::move(dims), formula);
+    out.resize(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = kernels::round_bf16(std::bit_cast<std::uint32_t>(v[i]));
+    return out;
+  }
+  const auto raw = f.raw(name);
+  out.resize(raw.size() / 2);
+  // Pages given back every 64 MiB: the table and its mapping are never both resident whole.
+  constexpr std::size_t kStep = std::size_t(32) << 20;  // elements
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (i % kStep == 0 && i) f.drop_pages(name, 0, 2 * i);
+    out[i] = static_cast<std::uint16_t>(std::to_integer<unsigned>(raw[2 * i]) | std::to_integer<unsigned>(raw[2 * i + 1]) << 8);
+    if ((out[i] & 0x7f80u) == 0x7f80u)
+      throw f.error(name, "element " + std::to_string(i) + " is " + ((out[i] & 0x7fu) ? "NaN" : out[i] & 0x8000u ? "-inf" : "inf") +
+                              " (weights must be finite)");
+  }
+  f.drop_pages(name);
+  return out;
 }
 
 DType FolderWeights::dtype(const std::string& name) const { return file_of(name).at(name).dtype; }

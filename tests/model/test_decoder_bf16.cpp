@@ -67,6 +67,9 @@ TEST_CASE("bf16 folders stay bf16 unless --dtype f32; --dtype bf16 rounds an f32
   CHECK(kept->weight_memory().held < widened->weight_memory().held);
   CHECK(load_model(fixture("llama"))->weight_memory().linear == "f32");
   CHECK(load_model(fixture("llama"), WeightDType::bf16)->weight_memory().linear == "bf16");
+  // The table held as bf16 is the same values: input_embeddings() widens it (exactly).
+  const std::size_t table = std::size_t(kept->shape().vocab_size) * kept->shape().hidden;
+  CHECK(std::equal(kept->input_embeddings(), kept->input_embeddings() + table, widened->input_embeddings()));
   CHECK(parse_weight_dtype("auto") == WeightDType::automatic);
   CHECK_THROWS_WITH(parse_weight_dtype("f16"), Catch::Contains("expected auto, f32 or bf16"));
 }
@@ -122,6 +125,31 @@ TEST_CASE("bf16 products with vdpbf16ps against transformers in f32 and in bf16"
       CHECK(ours.maps[l] <= 8 * u);
       CHECK(ours.metrics[l] <= std::max(theirs.metrics[l], u));
       CHECK(ours.metrics[l] <= 4 * u);
+    }
+  }
+}
+
+TEST_CASE("bf16 decoder: reports grouped or alone give the same bits at every level", "[decoder][bf16]") {
+  const auto m = load_model(fixture("llama-bf16"));
+  const SafeTensors ref(fixture("llama-bf16") / "reference.safetensors");
+  std::vector<std::uint32_t> all;
+  std::vector<std::uint64_t> off{0};
+  for (std::size_t n : {5, 1, 17, 8}) {
+    const auto ids = ref_ids(ref, n);
+    all.insert(all.end(), ids.begin(), ids.end());
+    off.push_back(all.size());
+  }
+  for (SimdLevel level : supported_levels()) {
+    CAPTURE(to_string(level));
+    const Out together = run(*m, all, off, level);
+    const std::size_t D = m->shape().hidden, T = all.size();
+    for (std::size_t r = 0; r + 1 < off.size(); ++r) {
+      const std::vector<std::uint32_t> one(all.begin() + off[r], all.begin() + off[r + 1]);
+      const std::size_t n = one.size();
+      const Out alone = run(*m, one, {0, n}, level);
+      for (std::size_t b = 0; b <= m->shape().layers; ++b)
+        CHECK(std::equal(alone.all_hidden.begin() + b * n * D, alone.all_hidden.begin() + (b + 1) * n * D,
+                         together.all_hidden.begin() + b * T * D + off[r] * D));
     }
   }
 }
