@@ -77,6 +77,7 @@ struct WeightMemory {
   std::uint64_t held = 0;  ///< bytes of weights in memory: packed products, embeddings, norms
   std::uint64_t file = 0;  ///< bytes of the safetensors tensors they came from
   std::string linear;      ///< the products' dtype: "f32", "bf16" or "f32+bf16"
+  std::uint64_t rss_loaded = 0, peak_loaded = 0;  ///< the process's resident set and its peak when loaded (0: unknown)
 };
 
 class Architecture {

@@ -14,6 +14,7 @@
 #include "kernels/attention_simd.hpp"
 #include "kernels/packed_linear.hpp"
 #include "model/family.hpp"
+#include "profile/memory.hpp"
 
 namespace headsep::model {
 namespace {
@@ -95,6 +96,7 @@ TableDecoder::TableDecoder(const std::filesystem::path& dir, DecoderSpec spec, W
   memory_.held += (embed_.size() + positions_.size() + final_.g.size() + final_.b.size()) * sizeof(float) +
                   embed16_.size() * sizeof(std::uint16_t);
   memory_.linear = f32 && bf16 ? "f32+bf16" : bf16 ? "bf16" : "f32";
+  memory_.rss_loaded = prof::rss_bytes(), memory_.peak_loaded = prof::peak_rss_bytes();
 }
 
 /// The tensors of one folder through the family's names.
