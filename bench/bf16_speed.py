@@ -41,7 +41,7 @@ def bf16_bytes(a):
 
 
 def tensors_of(s):
-    """(name, shape, std) of a Llama folder's tensors in file order."""
+    """(name, shape, std) of a Llama folder's tensors in file order (std None: ones; else Pool's 0.02)."""
     D, I, Q, KV = s["hidden"], s["ffn"], s["heads"] * s["head_dim"], s["kv"] * s["head_dim"]
     out = [("model.embed_tokens.weight", (s["vocab"], D), 0.02)]
     for l in range(s["layers"]):
@@ -57,8 +57,26 @@ def tensors_of(s):
     return out
 
 
+class Pool:
+    """Random bf16 bytes drawn once (N(0, 1) x 0.02) and written from a moving offset: drawing 8 G
+    normals on 2 shared cores took most of an hour, and the weights of a speed and memory test
+    need only be random-looking and finite, not independent."""
+
+    def __init__(self, rng, mib=256):
+        self.b = np.frombuffer(bf16_bytes(rng.standard_normal(mib << 19, dtype=np.float32) * 0.02), np.uint8)
+        self.off = 0
+
+    def take(self, n):
+        out = bytearray()
+        while len(out) < n:
+            k = min(n - len(out), len(self.b) - self.off)
+            out += self.b[self.off:self.off + k].tobytes()
+            self.off = (self.off + k + 2 * 7919) % (len(self.b) - 2 * 7919)  # a shifted start each pass
+        return bytes(out)
+
+
 def write_shard(path, items, rng):
-    """One safetensors file of bf16 tensors, written tensor by tensor (a row block at a time)."""
+    """One safetensors file of bf16 tensors, written tensor by tensor (64 MiB at a time)."""
     header, off = {}, 0
     for name, shape, _ in items:
         n = int(np.prod(shape)) * 2
@@ -69,12 +87,12 @@ def write_shard(path, items, rng):
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)) + h)
         for name, shape, std in items:
-            rows = shape[0]
-            step = max(1, (64 << 20) // (4 * int(np.prod(shape[1:])) or 1))  # ~64 MB of f32 at a time
-            for r0 in range(0, rows, step):
-                blk = (rng.standard_normal((min(step, rows - r0),) + tuple(shape[1:]), dtype=np.float32) * std
-                       if std else np.ones((min(step, rows - r0),) + tuple(shape[1:]), np.float32))
-                f.write(bf16_bytes(blk))
+            n = int(np.prod(shape)) * 2
+            if not std:  # a norm's weight: ones
+                f.write(bf16_bytes(np.ones(n // 2, np.float32)))
+                continue
+            for o in range(0, n, 64 << 20):
+                f.write(rng.take(min(64 << 20, n - o)))
 
 
 def write_llama(d, s, shard_bytes=4 << 30):
@@ -85,8 +103,6 @@ def write_llama(d, s, shard_bytes=4 << 30):
            "head_dim": s["head_dim"], "intermediate_size": s["ffn"], "vocab_size": s["vocab"], "rms_norm_eps": 1e-5,
            "max_position_embeddings": 8192, "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0},
            "hidden_act": "silu", "tie_word_embeddings": s["tied"], "torch_dtype": "bfloat16"}
-    with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=1)
     items = tensors_of(s)
     shards, cur, size = [], [], 0
     for it in items:
@@ -97,17 +113,19 @@ def write_llama(d, s, shard_bytes=4 << 30):
         cur.append(it)
         size += n
     shards.append(cur)
-    rng = np.random.default_rng(0)
+    rng = Pool(np.random.default_rng(0))
     if len(shards) == 1:
         write_shard(os.path.join(d, "model.safetensors"), shards[0], rng)
-        return
-    wm = {}
-    for i, sh in enumerate(shards):
-        fn = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
-        write_shard(os.path.join(d, fn), sh, rng)
-        wm.update({name: fn for name, _, _ in sh})
-    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
-        json.dump({"metadata": {}, "weight_map": wm}, f, indent=1)
+    else:
+        wm = {}
+        for i, sh in enumerate(shards):
+            fn = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
+            write_shard(os.path.join(d, fn), sh, rng)
+            wm.update({name: fn for name, _, _ in sh})
+        with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {}, "weight_map": wm}, f, indent=1)
+    with open(os.path.join(d, "config.json"), "w") as f:  # last: a folder with it is complete
+        json.dump(cfg, f, indent=1)
 
 
 def ids_csv(path, vocab, reports, tokens):

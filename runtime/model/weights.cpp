@@ -209,7 +209,11 @@ std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir, Weigh
                 "): headsep reads f32, f16 and bf16 weights");
   if (const model::Family* f = model::find_family(type))
     return model::load_table_decoder(dir, model::read_decoder_spec(*f, j, file), dtype);
-  if (type.empty() || is_encoder_model_type(type)) return std::make_unique<BertModel>(BertModel::load(dir));
+  if (type.empty() || is_encoder_model_type(type)) {
+    if (dtype == WeightDType::bf16)
+      throw UsageError(file + ": --dtype bf16 is for decoders; an encoder (model_type '" + type + "') holds f32 weights");
+    return std::make_unique<BertModel>(BertModel::load(dir));
+  }
   std::string known = "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\"";
   for (const model::Family& f : model::families()) known += std::string(", \"") + f.model_type + "\"";
   throw Error(file + ": unsupported architecture (model_type '" + type + "'): headsep runs " + known);

@@ -73,6 +73,9 @@ TEST_CASE("bf16 folders stay bf16 unless --dtype f32; --dtype bf16 rounds an f32
   CHECK(std::equal(kept->input_embeddings(), kept->input_embeddings() + table, widened->input_embeddings()));
   CHECK(parse_weight_dtype("auto") == WeightDType::automatic);
   CHECK_THROWS_WITH(parse_weight_dtype("f16"), Catch::Contains("expected auto, f32 or bf16"));
+  // Encoders hold f32 (docs/MODEL.md): asking for bf16 is refused, not ignored.
+  CHECK_THROWS_WITH(load_model(fixture("roberta"), WeightDType::bf16), Catch::Contains("--dtype bf16 is for decoders"));
+  CHECK(load_model(fixture("roberta"), WeightDType::f32)->shape().model_type == "roberta");
 }
 
 TEST_CASE("bf16 products with vdpbf16ps against transformers in f32 and in bf16", "[decoder][bf16]") {
