@@ -155,10 +155,16 @@ BENCHMARK(BM_added_tokens)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMill
 // 384x1536 and 1536x384 for MiniLM) on 512 tokens (one group of the forward) and 4096 (whose
 // activations outgrow L2): the packed-panel kernel the model uses vs OpenBLAS sgemm
 // (single-threaded, as it runs inside oneTBB tasks). Which is faster decides the GEMM backend;
-// bench/model_peers.py measures the whole forward against torch.
+// bench/model_peers.py measures the whole forward against torch. Then the decoders' products at
+// real dimensions on one 512-token group (issue 51): GPT-2 small (768: QKV 2304, FFN 3072),
+// Qwen2-0.5B (896: QKV 1152, gate+up 9728, down from 4864) and Llama-3.2-1B (2048: QKV 3072,
+// gate+up 16384, down from 8192), whose widest panels outgrow L2.
 void gemm_args(benchmark::internal::Benchmark* b) {
   for (auto kn : {std::pair{384, 1152}, {384, 384}, {384, 1536}, {1536, 384}})
     for (int m : {512, 4096}) b->Args({m, kn.first, kn.second});
+  for (auto kn : {std::pair{768, 2304}, {768, 3072}, {3072, 768}, {896, 1152}, {896, 9728}, {4864, 896},
+                  {2048, 3072}, {2048, 2048}, {2048, 16384}, {8192, 2048}})
+    b->Args({512, kn.first, kn.second});
 }
 
 void BM_gemm_panel(benchmark::State& state) {

@@ -10,6 +10,11 @@ time with transformers' config class (width 768, 12 heads, 4 layers; Llama with 
 heads, SwiGLU 2048), saved as safetensors in a temp folder, and timed three ways on the same ids:
 headsep, transformers' eager forward with output_attentions=True, and a plain-torch forward
 written here that keeps the maps (torch_decoder).
+Real dimensions (--arch gpt2-small / llama-1b / qwen2-0.5b, issue 51): GPT-2 small (768 wide,
+12 layers x 12 heads), a Llama-3.2-1B-shaped model (2048 wide, 16 layers, 32 query / 8 key-value
+heads, FFN 8192, vocab 128256) and a Qwen2-0.5B-shaped one (896 wide, 24 layers, 14 / 2 heads,
+FFN 4864, q/k/v biases, vocab 151936), random init; timed as headsep, transformers eager with
+output_attentions=True and transformers SDPA (no maps). --layers N keeps the widths with fewer layers.
 
 A shape NxB is reports of N tokens in batches of B. Token ids are random vocabulary ids (numpy,
 fixed seed; [CLS] first, [SEP] last) written to a file both read: the cost does not depend on
@@ -79,16 +84,32 @@ def torch_bert(w, cfg, sdpa=False):
     return forward
 
 
-def make_decoder(arch, folder):
+REAL = ("gpt2-small", "llama-1b", "qwen2-0.5b")
+
+
+def make_decoder(arch, folder, layers=None):
     import transformers
     torch.manual_seed(0)
     if arch == "gpt2":
         cfg = transformers.GPT2Config(n_embd=768, n_head=12, n_layer=4, n_positions=1024, vocab_size=50257,
                                       resid_pdrop=0, embd_pdrop=0, attn_pdrop=0)
-    else:
+    elif arch == "llama":
         cfg = transformers.LlamaConfig(hidden_size=768, num_attention_heads=12, num_key_value_heads=4,
                                        num_hidden_layers=4, intermediate_size=2048, vocab_size=32000,
                                        max_position_embeddings=2048)
+    elif arch == "gpt2-small":
+        cfg = transformers.GPT2Config(n_embd=768, n_head=12, n_layer=layers or 12, n_positions=1024,
+                                      vocab_size=50257, resid_pdrop=0, embd_pdrop=0, attn_pdrop=0)
+    elif arch == "llama-1b":  # Llama-3.2-1B's config.json shapes
+        cfg = transformers.LlamaConfig(hidden_size=2048, num_attention_heads=32, num_key_value_heads=8, head_dim=64,
+                                       num_hidden_layers=layers or 16, intermediate_size=8192, vocab_size=128256,
+                                       max_position_embeddings=2048, tie_word_embeddings=True,
+                                       rope_parameters={"rope_type": "default", "rope_theta": 500000.0})
+    else:  # qwen2-0.5b: Qwen2-0.5B's config.json shapes
+        cfg = transformers.Qwen2Config(hidden_size=896, num_attention_heads=14, num_key_value_heads=2,
+                                       num_hidden_layers=layers or 24, intermediate_size=4864, vocab_size=151936,
+                                       max_position_embeddings=2048, tie_word_embeddings=True,
+                                       rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
     model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
     model.save_pretrained(folder, safe_serialization=True)
     return model, cfg
@@ -170,18 +191,27 @@ def best_time(fn, t, batches, b, repeat):
 def run_decoder(a):
     torch.set_num_threads(a.threads)
     rng = np.random.default_rng(1)
+    real = a.arch in REAL
     with tempfile.TemporaryDirectory() as tmp:
         folder = os.path.join(tmp, a.arch)
-        model, cfg = make_decoder(a.arch, folder)
-        plain = torch_decoder(model, a.arch, cfg)
+        model, cfg = make_decoder(a.arch, folder, a.layers)
+        plain = None if real else torch_decoder(model, a.arch, cfg)
         base = model.base_model  # no LM head: headsep computes no logits either
         hf = lambda ids: base(ids, output_attentions=True, use_cache=False)
+
+        def sdpa(ids):  # the same model through SDPA: hidden states only, no maps
+            return base(ids, use_cache=False)
         print(f"CPU: {cpu_line()}")
-        print(f"torch {torch.__version__}, {a.threads} threads, {a.arch} 768 x 12 heads x 4 layers (random init); "
-              f"headsep = forward + every head metric; hf = transformers eager, output_attentions=True; "
-              f"torch = plain forward keeping the maps")
-        print(f"{'shape':>10} {'hf tok/s':>10} {'torch tok/s':>12} {'headsep tok/s':>14} {'vs hf':>6} {'vs torch':>8} "
-              f"{'GFLOP/s':>8} {'% peak':>7} {'max |dh|':>9}")
+        D, H, L = cfg.hidden_size, cfg.num_attention_heads, cfg.num_hidden_layers
+        kv = getattr(cfg, "num_key_value_heads", H)
+        print(f"torch {torch.__version__}, {a.threads} threads, {a.arch} {D} wide x {H} heads ({kv} key/value) x {L} "
+              f"layers (random init); headsep = forward + every head metric of every layer; hf = transformers eager, "
+              f"output_attentions=True; " + ("sdpa = transformers SDPA, no maps" if real else
+                                              "torch = plain forward keeping the maps") +
+              f"; best of {a.repeat}")
+        third = "sdpa tok/s" if real else "torch tok/s"
+        print(f"{'shape':>10} {'hf tok/s':>10} {third:>12} {'headsep tok/s':>14} {'vs hf':>6} "
+              f"{'vs ' + third.split()[0]:>8} {'GFLOP/s':>8} {'% peak':>7} {'max |dh|':>9}")
         for shape in a.shapes.split(","):
             n, b = (int(x) for x in shape.split("x"))
             batches = max(1, a.tokens // (n * b))
@@ -193,12 +223,17 @@ def run_decoder(a):
             hs = run_peer(a, folder, path, n, b, hid)
             t = torch.from_numpy(ids.astype(np.int64))
             t_hf = batches * b * n / best_time(hf, t, batches, b, a.repeat)
-            t_pl = batches * b * n / best_time(plain, t, batches, b, a.repeat)
+            if real:
+                model.set_attn_implementation("sdpa")
+                t_pl = batches * b * n / best_time(sdpa, t, batches, b, a.repeat)
+                model.set_attn_implementation("eager")
+            else:
+                t_pl = batches * b * n / best_time(plain, t, batches, b, a.repeat)
             with torch.inference_mode():
                 ref = base(t[:1], use_cache=False).last_hidden_state
-                ref2, _ = plain(t[:1])
+                refs = [ref] if real else [ref, plain(t[:1])[0]]
             mine = np.fromfile(hid, dtype=np.float32).reshape(n, -1)
-            diff = max(float(np.abs(mine - ref[0].numpy()).max()), float(np.abs(mine - ref2[0].numpy()).max()))
+            diff = max(float(np.abs(mine - r[0].numpy()).max()) for r in refs)
             peak = hs["peak_per_core"] * a.threads
             r = hs["tokens_per_s"]
             print(f"{shape:>10} {t_hf:10.0f} {t_pl:12.0f} {r:14.0f} {r / t_hf:6.2f} {r / t_pl:8.2f} "
@@ -209,7 +244,8 @@ def run_decoder(a):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", help="BERT folder (--arch bert)")
-    ap.add_argument("--arch", default="bert", choices=["bert", "gpt2", "llama"])
+    ap.add_argument("--arch", default="bert", choices=["bert", "gpt2", "llama", *REAL])
+    ap.add_argument("--layers", type=int, help="decoders of real dimensions: this many layers instead of the model's")
     ap.add_argument("--peer", required=True, help="headsep's build/bench/model_peer")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--shapes", default="64x64,128x32,16x1024,64x1")

@@ -1,6 +1,6 @@
 // The one decoder every family row feeds (model/family.hpp): tensors found by the row's names,
 // fused layouts split into Q, K, V at load, then per layer (Decoder's loop, decoder.cpp):
-//   h = n_attn_in(x); [Q | K per query head | V] = h W + b; q/k norms; RoPE; Q × query_scale
+//   h = n_attn_in(x); [Q | K | V] = h W + b; q/k norms; RoPE; Q × query_scale; K copied per query head
 //   a = n_attn_out(ctx W_o + b_o)
 //   sequential: x += a; x += n_mlp_out(mlp(n_mlp_in(x)))     parallel: x = (mlp(n_mlp_in(x)) + a) + x
 // with a null norm the identity, mlp = down(act(gate) · up) or proj(act(fc)). GPT-2, Llama,
@@ -40,7 +40,7 @@ class TableDecoder final : public Decoder {
   };
   struct Layer {
     Norm attn_in, attn_out, mlp_in, mlp_out;
-    std::vector<float> q_norm, k_norm;  // per head [dh], or the full width [H·dh] (K's copied per query head)
+    std::vector<float> q_norm, k_norm;  // per head [dh], or the full width ([H·dh], [KV·dh])
     kernels::PackedLinear qkv, out, up, down;  // up: [gate | up] when gated
     kernels::PackedLinear router;              // routed experts: [experts] logits
     std::vector<kernels::PackedLinear> expert_up, expert_down;
@@ -60,6 +60,8 @@ class TableDecoder final : public Decoder {
   void mlp(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const;
   void experts(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const;
   void qk_norms(const Layer& L, float* qkv, std::size_t T) const;
+  void rope(std::size_t l, float* qkv, std::size_t T, const ModelScratch& s) const;
+  void copy_kv_heads(float* qkv, std::size_t T) const;
 
   DecoderSpec spec_;
   mutable std::vector<float> embed_;  // f32 table, or (bf16 held) input_embeddings()'s widened copy
@@ -213,17 +215,14 @@ void TableDecoder::load(const FolderWeights& fw, WeightDType dtype) {
       }
     }
     if (bq.empty()) bq.assign(Q, 0.0f), bk.assign(KV, 0.0f), bv.assign(KV, 0.0f);
-    // Rows [Q | K of each query head's key/value head | V].
+    // Rows [Q | K | V]: K once per key/value head (project() copies it per query head after RoPE).
     std::vector<float> wqkv(wq), bqkv(bq);
-    for (std::uint32_t h = 1; h <= H; ++h) {
-      const std::size_t k = c.kv_head(h) * dh;
-      wqkv.insert(wqkv.end(), wk.begin() + k * D, wk.begin() + (k + dh) * D);
-      bqkv.insert(bqkv.end(), bk.begin() + k, bk.begin() + k + dh);
-    }
+    wqkv.insert(wqkv.end(), wk.begin(), wk.end());
+    bqkv.insert(bqkv.end(), bk.begin(), bk.end());
     wqkv.insert(wqkv.end(), wv.begin(), wv.end());
     bqkv.insert(bqkv.end(), bv.begin(), bv.end());
     wq.clear(), wk.clear(), wv.clear(), wq.shrink_to_fit(), wk.shrink_to_fit(), wv.shrink_to_fit();
-    L.qkv = pack_linear(wqkv, bqkv, qkv_ld(), D, r.take_type());
+    L.qkv = pack_linear(wqkv, bqkv, Q + 2 * KV, D, r.take_type());
     wqkv = {};
     // (Each matrix read into a variable before take_type(): argument order is unspecified.)
     std::vector<float> bo, bu, bd;
@@ -279,12 +278,7 @@ void TableDecoder::load(const FolderWeights& fw, WeightDType dtype) {
     if (f.q_norm) {
       const bool full = f.qk_norm_full_width;
       L.q_norm = read_norm((p + f.q_norm).c_str(), full ? Q : dh, full ? "[" + qw + "]" : "[head_dim]").g;
-      const auto k = read_norm((p + f.k_norm).c_str(), full ? KV : dh, full ? "[" + kvw + "]" : "[head_dim]").g;
-      if (full)  // one copy per query head, as the K rows
-        for (std::uint32_t h = 1; h <= H; ++h)
-          L.k_norm.insert(L.k_norm.end(), k.begin() + c.kv_head(h) * dh, k.begin() + (c.kv_head(h) + 1) * dh);
-      else
-        L.k_norm = k;
+      L.k_norm = read_norm((p + f.k_norm).c_str(), full ? KV : dh, full ? "[" + kvw + "]" : "[head_dim]").g;
     }
     layers_.push_back(std::move(L));
   }
@@ -339,39 +333,32 @@ void TableDecoder::embed(const Group& g, float* x, ModelScratch& s) const {
     }
 }
 
-/// RMS norms of Q and K in place: per head (dh-wide blocks, one weight [dh]) or over the full width.
+/// RMS norms of Q and K in place (K not yet copied: KV·dh wide): per head (dh-wide blocks, one
+/// weight [dh]) or over each one's full width.
 void TableDecoder::qk_norms(const Layer& L, float* qkv, std::size_t T) const {
   const std::size_t ld = qkv_ld(), dh = shape_.head_dim, Q = std::size_t(shape_.heads) * dh;
   const bool full = spec_.family->qk_norm_full_width;
-  const std::size_t w = full ? Q : dh, n = full ? 1 : shape_.heads;
-  // (The K copies' mean square over H·dh equals the key/value heads' over KV·dh: each is repeated H/KV times.)
   for (std::size_t t = 0; t < T; ++t)
-    for (std::size_t part = 0; part < 2; ++part)
-      for (std::size_t b = 0; b < n; ++b) {
+    for (std::size_t part = 0; part < 2; ++part) {
+      const std::size_t width = part ? kv_width() : Q, w = full ? width : dh;
+      for (std::size_t b = 0; b < width / w; ++b) {
         float* v = qkv + t * ld + part * Q + b * w;
         rms_norm_rows(v, v, 1, w, (part ? L.k_norm : L.q_norm).data(), spec_.eps);
       }
+    }
 }
 
-void TableDecoder::project(const Group& g, std::size_t l, const float* x, ModelScratch& s) const {
-  const std::size_t D = shape_.hidden, T = g.T, ld = qkv_ld(), dh = shape_.head_dim, half = spec_.rotary_dims / 2;
-  const Layer& L = layers_[l];
-  const float* in = x;
-  if (L.attn_in.on()) {
-    s.h1.resize(T * D);
-    norm(g.level, L.attn_in, x, s.h1.data(), T);
-    in = s.h1.data();
-  }
-  kernels::project_rows(g.level, in, D, T, D, L.qkv, ld, s.qkv.data(), ld);
-  if (!L.q_norm.empty()) qk_norms(L, s.qkv.data(), T);
-  // RoPE on every query head and every K copy (rotate_half: pairs (i, i + rotary_dims/2); the
-  // dims past rotary_dims pass through).
-  const std::size_t blocks = 2 * std::size_t(shape_.heads);
+/// RoPE (rotate_half: pairs (i, i + rotary_dims/2); dims past rotary_dims pass through) on every
+/// query head and every key/value head's K, before K is copied: a copy would rotate the same.
+void TableDecoder::rope(std::size_t l, float* qkv, std::size_t T, const ModelScratch& s) const {
+  const std::size_t ld = qkv_ld(), dh = shape_.head_dim, half = spec_.rotary_dims / 2;
+  if (!half) return;
+  const std::size_t blocks = shape_.heads + shape_.kv_heads;  // Q's heads, then K's right after them
   const float* table = s.rope.data() + (spec_.rope.empty() ? 0 : spec_.rope_of[l]) * T * half * 2;
-  for (std::size_t t = 0; half && t < T; ++t) {
+  for (std::size_t t = 0; t < T; ++t) {
     const float* cs = table + t * half * 2;
     for (std::size_t b = 0; b < blocks; ++b) {
-      float* v = s.qkv.data() + t * ld + b * dh;
+      float* v = qkv + t * ld + b * dh;
       for (std::size_t i = 0; i < half; ++i) {
         const float x1 = v[i], x2 = v[i + half], c = cs[2 * i], sn = cs[2 * i + 1];
         v[i] = x1 * c - x2 * sn;
@@ -379,10 +366,42 @@ void TableDecoder::project(const Group& g, std::size_t l, const float* x, ModelS
       }
     }
   }
+}
+
+/// Rows [Q | K (KV·dh) | V (KV·dh) | ...] → the kernel's [Q | K of each query head | V]: V moved
+/// to its place first (it lies inside the copies' span: KV ≤ H/2 when KV < H), then the copies
+/// written from the last query head down, so no key/value head is overwritten before its copies
+/// are made (head h's source block kv(h) ≤ h - 1). Projecting K once and copying it here costs
+/// a row copy instead of (H - KV)·dh more product columns and their RoPE.
+void TableDecoder::copy_kv_heads(float* qkv, std::size_t T) const {
+  const std::size_t H = shape_.heads, dh = shape_.head_dim, Q = H * dh, KV = kv_width(), ld = qkv_ld();
+  if (shape_.kv_heads == H) return;  // the layout already is the kernel's
+  for (std::size_t t = 0; t < T; ++t) {
+    float* row = qkv + t * ld;
+    std::copy_n(row + Q + KV, KV, row + 2 * Q);
+    for (std::uint32_t h = shape_.heads; h >= 1; --h)
+      std::copy_n(row + Q + shape_.kv_head(h) * dh, dh, row + Q + (h - 1) * dh);
+  }
+}
+
+void TableDecoder::project(const Group& g, std::size_t l, const float* x, ModelScratch& s) const {
+  const std::size_t D = shape_.hidden, T = g.T, ld = qkv_ld(), dh = shape_.head_dim;
+  const Layer& L = layers_[l];
+  const float* in = x;
+  if (L.attn_in.on()) {
+    s.h1.resize(T * D);
+    norm(g.level, L.attn_in, x, s.h1.data(), T);
+    in = s.h1.data();
+  }
+  kernels::project_rows(g.level, in, D, T, D, L.qkv, std::size_t(shape_.heads) * dh + 2 * kv_width(),
+                        s.qkv.data(), ld);
+  if (!L.q_norm.empty()) qk_norms(L, s.qkv.data(), T);
+  rope(l, s.qkv.data(), T, s);
   // scores / √query_pre_attn_scalar from the kernel's 1/√head_dim: Q scaled (the baseline's too).
   if (spec_.query_scale != 1.0f)
     for (std::size_t t = 0; t < T; ++t)
       for (std::size_t i = 0; i < std::size_t(shape_.heads) * dh; ++i) s.qkv[t * ld + i] *= spec_.query_scale;
+  copy_kv_heads(s.qkv.data(), T);
 }
 
 // Mixtral's routed experts, as transformers: router logits, softmax in f32, the top k (ties to
