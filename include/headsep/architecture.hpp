@@ -64,7 +64,7 @@ struct DirectionAxes {
 /// How load_model holds a model's nn.Linear weights (docs/MODEL.md, "Weight dtype"). Embeddings,
 /// norms and biases are f32 whatever it says.
 enum class WeightDType : std::uint8_t {
-  automatic,  ///< "auto": as the folder stores them: bf16 stays bf16; f32, f16 and f64 become f32
+  automatic,  ///< "auto": as the folder stores them: bf16 and f16 stay so; f32 and f64 become f32
   f32,        ///< "f32": every one widened to f32 (exact for bf16 and f16)
   bf16,       ///< "bf16": every one held as bf16 (an f32 weight rounded to nearest even)
 };
@@ -76,7 +76,7 @@ WeightDType parse_weight_dtype(std::string_view name);
 struct WeightMemory {
   std::uint64_t held = 0;  ///< bytes of weights in memory: packed products, embeddings, norms
   std::uint64_t file = 0;  ///< bytes of the safetensors tensors they came from
-  std::string linear;      ///< the products' dtype: "f32", "bf16" or "f32+bf16"
+  std::string linear;      ///< the products' dtypes: "f32", "bf16", "f16", or several joined by '+'
   std::uint64_t rss_loaded = 0, peak_loaded = 0;  ///< the process's resident set and its peak when loaded (0: unknown)
 };
 

@@ -274,7 +274,7 @@ class Model:
         ``layers``, ``heads``, ``kv_heads``, ``head_dim``, ``hidden``, ``vocab_size``,
         ``max_positions``, ``causal``, ``sliding_window``, ``dtype`` (the weights' stored element
         types, e.g. "F32" or "BF16"; ``compute_dtype``: the dtype the products' weights are held in,
-        "f32" or "bf16", activations and sums always f32), ``tokenizer``
+        "f32", "bf16" or "f16", activations and sums always f32), ``tokenizer``
         ("wordpiece", "bpe-byte-level", "bpe-byte-fallback", "unigram"), ``max_tokens`` (texts are cut there)
         and ``max_tokens_from`` (which file said so)."""
         if self._info is None:
@@ -497,7 +497,7 @@ def model(path, dtype="auto") -> Model:
     """Loads a model folder (BERT, GPT-2, Llama family) once: ``m = headsep.model(path)``, then
     ``m.run(texts)``, ``m.tokenize(texts)``, ``m.info`` (headsep.Model). ``dtype``: how a
     decoder's weights are held and multiplied, as ``run --model --dtype``: "auto" (as stored: bf16
-    stays bf16), "f32" or "bf16" (docs/MODEL.md)."""
+    and f16 stay so), "f32" or "bf16" (docs/MODEL.md)."""
     return Model(path, dtype)
 
 

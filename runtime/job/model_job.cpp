@@ -166,7 +166,7 @@ RunProvenance model_provenance(const JobArgs& a, const ModelJob& job, unsigned r
   r.axis_sources = job.axis_sources;
   r.model_path = a.model;
   r.options = {{"top", std::to_string(a.top)}};
-  // The products' weights (bf16 or f32): --dtype as the model was loaded (encoders: f32).
+  // The products' weights (f32, bf16, f16): --dtype as the model was loaded (encoders: f32).
   if (const std::string d = job.model->weight_memory().linear; !d.empty()) r.options.emplace_back("dtype", d);
   r.execution.chunk = job.options.chunk_reports;
   r.execution.batch = r.execution.chunk;  // ModelRun runs the chunk as given

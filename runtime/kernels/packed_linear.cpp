@@ -1,7 +1,9 @@
-// Packing an nn.Linear in f32 or bf16, and the dispatch of its product (packed_linear.hpp): the
+// Packing an nn.Linear in f32, bf16 or f16, and the dispatch of its product (packed_linear.hpp): the
 // checks, the one allocation (X as bf16 pairs for vdpbf16ps) and the scalar reference live here,
 // compiled with the baseline flags.
 #include "kernels/packed_linear.hpp"
+
+#include "headsep/safetensors.hpp"  // f16_to_f32
 
 #include <sys/mman.h>
 
@@ -44,12 +46,42 @@ std::shared_ptr<T> alloc_zeroed(std::size_t count) {
 
 float widen(std::uint16_t b) noexcept { return std::bit_cast<float>(std::uint32_t(b) << 16); }
 
+bool cpu_has_f16c() noexcept {
+#if HEADSEP_KERNELS_X86
+  static const bool has = __builtin_cpu_supports("f16c");
+  return has;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 std::size_t PackedLinear::bytes() const noexcept {
   const std::size_t panels = (out + kPanel - 1) / kPanel;
   if (type == WeightType::f32) return f32 ? panels * (in + 1) * kPanel * sizeof(float) : 0;
   return bf16 ? panels * kPanel * (bf16_pairs(in) * 2 * sizeof(std::uint16_t) + sizeof(float)) : 0;
+}
+
+// (F. Giesen's float_to_half_fast3_rtne: the subnormal range by one f32 add whose rounding is the
+// conversion's, the normal range by integer rounding.)
+std::uint16_t round_f16(float v) noexcept {
+  constexpr std::uint32_t f32_inf = 255u << 23, f16_max = (127u + 16u) << 23;
+  const float denorm_magic = std::bit_cast<float>(((127u - 15u) + (23u - 10u) + 1u) << 23);
+  std::uint32_t u = std::bit_cast<std::uint32_t>(v);
+  const std::uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  std::uint32_t o;
+  if (u >= f16_max) {
+    o = u > f32_inf ? 0x7e00u : 0x7c00u;
+  } else if (u < (113u << 23)) {
+    o = std::bit_cast<std::uint32_t>(std::bit_cast<float>(u) + denorm_magic) - std::bit_cast<std::uint32_t>(denorm_magic);
+  } else {
+    const std::uint32_t odd = (u >> 13) & 1u;
+    u += ((15u - 127u) << 23) + 0xfffu + odd;
+    o = u >> 13;
+  }
+  return static_cast<std::uint16_t>(o | (sign >> 16));
 }
 
 PackedLinear pack_linear_f32(const float* w, const float* bias, std::size_t out, std::size_t in) {
@@ -62,10 +94,10 @@ PackedLinear pack_linear_f32(const float* w, const float* bias, std::size_t out,
   return p;
 }
 
-PackedLinear alloc_linear_bf16(std::size_t out, std::size_t in) {
+PackedLinear alloc_linear_bf16(std::size_t out, std::size_t in, WeightType type) {
   const std::size_t panels = (out + kPanel - 1) / kPanel;
   PackedLinear p;
-  p.type = WeightType::bf16;
+  p.type = type == WeightType::f16 ? WeightType::f16 : WeightType::bf16;
   p.in = in, p.out = out;
   p.bf16 = alloc_zeroed<std::uint16_t>(panels * kPanel * bf16_pairs(in) * 2);
   p.bias = alloc_zeroed<float>(panels * kPanel);
@@ -73,12 +105,14 @@ PackedLinear alloc_linear_bf16(std::size_t out, std::size_t in) {
 }
 
 void pack_rows_bf16(PackedLinear& p, const float* w, const float* bias, std::size_t row0, std::size_t rows) {
-  if (p.type != WeightType::bf16 || row0 + rows > p.out) throw std::logic_error("pack_rows_bf16: rows past the linear's");
+  if (p.type == WeightType::f32 || row0 + rows > p.out) throw std::logic_error("pack_rows_bf16: rows past the linear's");
   auto* q = const_cast<std::uint16_t*>(p.bf16.get());  // (alloc_linear_bf16's own, not yet shared)
   const std::size_t in = p.in;
+  const bool f16 = p.type == WeightType::f16;
   for (std::size_t o = 0; o < rows; ++o)
     for (std::size_t i = 0; i < in; ++i)
-      q[bf16_panel_index(in, i, row0 + o)] = round_bf16(std::bit_cast<std::uint32_t>(w[o * in + i]));
+      q[bf16_panel_index(in, i, row0 + o)] =
+          f16 ? round_f16(w[o * in + i]) : round_bf16(std::bit_cast<std::uint32_t>(w[o * in + i]));
   if (bias) std::copy(bias, bias + rows, const_cast<float*>(p.bias.get()) + row0);
 }
 
@@ -103,6 +137,25 @@ void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t 
   require_supported(level);
   const std::uint16_t* panels = w.bf16.get();
   const float* bias = w.bias.get();
+  if (w.type == WeightType::f16) {
+    switch (level) {
+#if HEADSEP_KERNELS_X86
+      case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc);
+      case SimdLevel::avx2:  // (every AVX2 CPU known has F16C; one without runs the SSE2 kernel's bits)
+        if (cpu_has_f16c()) return bf16_project<fma3_avx2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc);
+        return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc);
+      case SimdLevel::avx512: return bf16_project<xsimd::avx512bw>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc);
+#endif
+      default: break;
+    }
+    for (std::size_t m = 0; m < M; ++m)  // the f32 reference on the widened weights
+      for (std::size_t n = 0; n < N; ++n) {
+        float s = bias[n];
+        for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * f16_to_f32(panels[bf16_panel_index(K, k, n)]);
+        c[m * ldc + n] = s;
+      }
+    return;
+  }
   switch (level) {
 #if HEADSEP_KERNELS_X86
     case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}(x, ldx, M, K, panels, bias, N, c, ldc);

@@ -12,6 +12,8 @@
 //    k-pair widened to f32 by a shift (exact), then the f32 kernel's FMA chain per element in k
 //    order from the bias: the bits of the f32 kernel on the widened weights, at every level.
 //  - SimdLevel::scalar: the f32 reference on the widened weights (bias + Σ_k x·w, unfused).
+//  - f16 weights (WeightType::f16): the same panels of f16, always widened (F16C; x86 has no f16
+//    dot product): the f32 kernel's bits too.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,15 +24,17 @@
 
 namespace headsep::kernels {
 
-enum class WeightType : std::uint8_t { f32, bf16 };
+/// f16 (a float16 folder's weights) runs as the widening bf16 path does, F16C converting each
+/// slice's pair (no f16 dot product on x86): the f32 kernel's bits at every level.
+enum class WeightType : std::uint8_t { f32, bf16, f16 };
 
 /// A packed nn.Linear (y = x Wᵀ + b): `in` = K, `out` = N. Copies share the panels.
 struct PackedLinear {
   WeightType type = WeightType::f32;
   std::size_t in = 0, out = 0;
   std::shared_ptr<const float> f32;            ///< f32: pack_panels' block (panels, then the bias)
-  std::shared_ptr<const std::uint16_t> bf16;   ///< bf16: the panels (bf16_panel_index)
-  std::shared_ptr<const float> bias;           ///< bf16: N values padded to whole panels (zeros)
+  std::shared_ptr<const std::uint16_t> bf16;   ///< bf16 or f16: the panels (bf16_panel_index), of `type`
+  std::shared_ptr<const float> bias;           ///< bf16 or f16: N values padded to whole panels (zeros)
   explicit operator bool() const noexcept { return f32 || bf16; }
   /// Bytes held (panels and bias), for the profile's weight memory.
   std::size_t bytes() const noexcept;
@@ -50,6 +54,10 @@ constexpr std::uint16_t round_bf16(std::uint32_t f32_bits) noexcept {
   return static_cast<std::uint16_t>((f32_bits + 0x7fffu + ((f32_bits >> 16) & 1u)) >> 16);
 }
 
+/// f32 -> f16 (IEEE binary16), round to nearest even; overflow to inf, NaN kept a NaN. Exact for
+/// values that came from f16.
+std::uint16_t round_f16(float v) noexcept;
+
 /// nn.Linear's weight [out][in] (row-major) and bias (nullptr = 0) packed in f32 (pack_panels).
 PackedLinear pack_linear_f32(const float* w, const float* bias, std::size_t out, std::size_t in);
 /// The same held as bf16: each weight rounded to nearest even (exact for values that came from
@@ -58,7 +66,8 @@ PackedLinear pack_linear_bf16(const float* w, const float* bias, std::size_t out
 /// pack_linear_bf16 in pieces (a loader that never holds the whole matrix in f32): a bf16 linear
 /// of zero weights and bias, then rows [row0, row0 + rows) of W from `w` ([rows][in]) and `bias`
 /// (those rows' values; nullptr = 0). Not for a PackedLinear already in use.
-PackedLinear alloc_linear_bf16(std::size_t out, std::size_t in);
+/// (`type` bf16 or f16: the 16-bit panels hold that format.)
+PackedLinear alloc_linear_bf16(std::size_t out, std::size_t in, WeightType type = WeightType::bf16);
 void pack_rows_bf16(PackedLinear& p, const float* w, const float* bias, std::size_t row0, std::size_t rows);
 
 /// C[m][0, N) = bias + X[m]·Wᵀ for rows m < M at `level`, in w's dtype (see the top of this file).
@@ -82,6 +91,9 @@ template <class A>
 struct bf16_project {
   void operator()(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const std::uint16_t* panels,
                   const float* bias, std::size_t N, float* c, std::size_t ldc) const noexcept;
+  /// The same with f16 panels (F16C on AVX2 and AVX-512, element by element on SSE2).
+  void f16(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const std::uint16_t* panels,
+           const float* bias, std::size_t N, float* c, std::size_t ldc) const noexcept;
 };
 
 /// The vdpbf16ps kernel (project_bf16_dot.cpp, compiled with -mavx512bf16): `xb` the rows of X

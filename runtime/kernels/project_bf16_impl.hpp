@@ -1,4 +1,4 @@
-// bf16_project<A>: the bf16-panel product that widens the weights (packed_linear.hpp says when it
+// bf16_project<A>: the bf16- (and f16-) panel product that widens the weights (packed_linear.hpp says when it
 // runs). Written once, instantiated in project_bf16_<arch>.cpp with that architecture's flags only.
 // Why it looks the way it does:
 //  - Bit-identity with the f32 kernel on the widened weights: each element is one FMA chain
@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #include "kernels/attention_simd_ak.hpp"
+#include "headsep/safetensors.hpp"  // f16_to_f32 (SSE2)
 #include "kernels/packed_linear.hpp"
 
 namespace headsep::kernels {
@@ -35,8 +36,26 @@ struct K16 {
   static constexpr std::size_t GMR = kAvx512 ? 8 : 6;
   static constexpr std::size_t SW = GV * W;
 
+  /// The same for f16 pairs: the half's W values gathered into one vector of f16, then F16C.
+  static B widen_f16(const std::uint16_t* p, int half) noexcept {
+    if constexpr (kAvx512) {
+      const __m512i v = _mm512_loadu_si512(p);
+      return B(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(half ? _mm512_srli_epi32(v, 16) : v)));
+    } else if constexpr (kAvx2) {
+      __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      v = half ? _mm256_srli_epi32(v, 16) : _mm256_and_si256(v, _mm256_set1_epi32(0xffff));
+      return B(_mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1))));
+    } else {  // SSE2 has no F16C: element by element (exact, as the others)
+      alignas(16) float f[W];
+      for (std::size_t i = 0; i < W; ++i) f[i] = f16_to_f32(p[2 * i + std::size_t(half)]);
+      return B::load_aligned(f);
+    }
+  }
+
   /// The k-pair of W columns at p (u16 pairs) widened: half 0 = the even k, 1 = the odd k.
+  template <bool F16 = false>
   static B widen(const std::uint16_t* p, int half) noexcept {
+    if constexpr (F16) return widen_f16(p, half);
     if constexpr (kAvx512) {
       const __m512i v = _mm512_loadu_si512(p);
       return B(_mm512_castsi512_ps(half ? _mm512_and_si512(v, _mm512_set1_epi32(int(0xffff0000u))) : _mm512_slli_epi32(v, 16)));
@@ -49,7 +68,7 @@ struct K16 {
     }
   }
 
-  template <std::size_t R>
+  template <bool F16, std::size_t R>
   static void tile(const float* x, std::size_t ldx, std::size_t K, const std::uint16_t* bp, std::size_t c0,
                    const float* bias, float* c, std::size_t ldc) noexcept {
     const std::size_t KP = bf16_pairs(K);
@@ -63,7 +82,7 @@ struct K16 {
     }
     auto step = [&](std::size_t q, int half) {
       B b[GV];
-      for (std::size_t j = 0; j < GV; ++j) b[j] = widen(bj[j] + q * 2 * kSlice, half);
+      for (std::size_t j = 0; j < GV; ++j) b[j] = widen<F16>(bj[j] + q * 2 * kSlice, half);
       for (std::size_t r = 0; r < R; ++r) {
         const B a(x[r * ldx + 2 * q + std::size_t(half)]);
         for (std::size_t j = 0; j < GV; ++j) acc[r][j] = AK::fmadd(a, b[j], acc[r][j]);
@@ -75,14 +94,15 @@ struct K16 {
       for (std::size_t j = 0; j < GV; ++j) acc[r][j].store_unaligned(c + r * ldc + j * W);
   }
 
-  template <std::size_t R>
+  template <bool F16, std::size_t R>
   static void rows(std::size_t n, const float* x, std::size_t ldx, std::size_t K, const std::uint16_t* bp,
                    std::size_t c0, const float* bias, float* c, std::size_t ldc) noexcept {
     if constexpr (R > 1)
-      if (n < R) return rows<R - 1>(n, x, ldx, K, bp, c0, bias, c, ldc);
-    tile<R>(x, ldx, K, bp, c0, bias, c, ldc);
+      if (n < R) return rows<F16, R - 1>(n, x, ldx, K, bp, c0, bias, c, ldc);
+    tile<F16, R>(x, ldx, K, bp, c0, bias, c, ldc);
   }
 
+  template <bool F16>
   static void project(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const std::uint16_t* panels,
                       const float* bias, std::size_t N, float* c, std::size_t ldc) noexcept {
     if (M == 0 || N == 0) return;
@@ -96,9 +116,9 @@ struct K16 {
         for (std::size_t m0 = 0; m0 < M; m0 += GMR) {
           const std::size_t R = M - m0 < GMR ? M - m0 : GMR;
           if (cols == SW) {
-            rows<GMR>(R, x + m0 * ldx, ldx, K, bp, c0, bias + col, c + m0 * ldc + col, ldc);
+            rows<F16, GMR>(R, x + m0 * ldx, ldx, K, bp, c0, bias + col, c + m0 * ldc + col, ldc);
           } else {  // the last columns through a stack tile: nothing past column N is written
-            rows<GMR>(R, x + m0 * ldx, ldx, K, bp, c0, bias + col, tmp, SW);
+            rows<F16, GMR>(R, x + m0 * ldx, ldx, K, bp, c0, bias + col, tmp, SW);
             for (std::size_t r = 0; r < R; ++r)
               for (std::size_t j = 0; j < cols; ++j) c[(m0 + r) * ldc + col + j] = tmp[r * SW + j];
           }
@@ -114,7 +134,13 @@ template <class A>
 void bf16_project<A>::operator()(const float* x, std::size_t ldx, std::size_t M, std::size_t K,
                                  const std::uint16_t* panels, const float* bias, std::size_t N, float* c,
                                  std::size_t ldc) const noexcept {
-  bf16_detail::K16<A>::project(x, ldx, M, K, panels, bias, N, c, ldc);
+  bf16_detail::K16<A>::template project<false>(x, ldx, M, K, panels, bias, N, c, ldc);
+}
+
+template <class A>
+void bf16_project<A>::f16(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const std::uint16_t* panels,
+                          const float* bias, std::size_t N, float* c, std::size_t ldc) const noexcept {
+  bf16_detail::K16<A>::template project<true>(x, ldx, M, K, panels, bias, N, c, ldc);
 }
 
 }  // namespace headsep::kernels

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "headsep/error.hpp"
+#include "headsep/safetensors.hpp"  // f16_to_f32
 #include "kernels/attention_simd.hpp"
 #include "kernels/packed_linear.hpp"
 #include "model/family.hpp"
@@ -24,11 +25,11 @@ class TableDecoder final : public Decoder {
   TableDecoder(const std::filesystem::path& dir, DecoderSpec spec, WeightDType dtype);
   std::vector<std::string> recognised() const override { return spec_.notes; }
   WeightMemory weight_memory() const override { return memory_; }
-  /// (A bf16 table is widened here, once, when first asked: only the semantic axes read it.)
+  /// (A bf16/f16 table is widened here, once, when first asked: only the semantic axes read it.)
   const float* input_embeddings() const noexcept override {
     if (!embed16_.empty()) std::call_once(widen_once_, [this] {
       embed_.resize(embed16_.size());
-      for (std::size_t i = 0; i < embed16_.size(); ++i) embed_[i] = std::bit_cast<float>(std::uint32_t(embed16_[i]) << 16);
+      widen_row(embed16_.data(), embed16_.size(), embed_.data());
     });
     return embed_.data();
   }
@@ -65,7 +66,14 @@ class TableDecoder final : public Decoder {
 
   DecoderSpec spec_;
   mutable std::vector<float> embed_;  // f32 table, or (bf16 held) input_embeddings()'s widened copy
-  std::vector<std::uint16_t> embed16_;  // the table as bf16, when the products are held as bf16
+  std::vector<std::uint16_t> embed16_;  // the table as bf16 or f16 (embed_type_), as the products are held
+  kernels::WeightType embed_type_ = kernels::WeightType::f32;
+  void widen_row(const std::uint16_t* in, std::size_t n, float* out) const noexcept {
+    if (embed_type_ == kernels::WeightType::f16)
+      for (std::size_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);
+    else
+      for (std::size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(std::uint32_t(in[i]) << 16);
+  }
   mutable std::once_flag widen_once_;
   std::vector<float> positions_;
   Norm final_;
@@ -81,10 +89,10 @@ TableDecoder::TableDecoder(const std::filesystem::path& dir, DecoderSpec spec, W
   load(w, dtype);
   set_heads();
   memory_.file = w.data_bytes();
-  bool f32 = false, bf16 = false;
+  bool types[3] = {};  // f32, bf16, f16 (WeightType's order)
   auto count = [&](const kernels::PackedLinear& p) {
     memory_.held += p.bytes();
-    (p.type == kernels::WeightType::bf16 ? bf16 : f32) = true;
+    types[static_cast<int>(p.type)] = true;
   };
   for (const Layer& L : layers_) {
     for (const auto* p : {&L.qkv, &L.out, &L.up, &L.down, &L.router})
@@ -97,7 +105,8 @@ TableDecoder::TableDecoder(const std::filesystem::path& dir, DecoderSpec spec, W
   }
   memory_.held += (embed_.size() + positions_.size() + final_.g.size() + final_.b.size()) * sizeof(float) +
                   embed16_.size() * sizeof(std::uint16_t);
-  memory_.linear = f32 && bf16 ? "f32+bf16" : bf16 ? "bf16" : "f32";
+  for (int t = 0; t < 3; ++t)
+    if (types[t]) memory_.linear += (memory_.linear.empty() ? "" : "+") + std::string(t == 0 ? "f32" : t == 1 ? "bf16" : "f16");
   memory_.rss_loaded = prof::rss_bytes(), memory_.peak_loaded = prof::peak_rss_bytes();
 }
 
@@ -111,19 +120,17 @@ class Reader {
   std::vector<float> read(const std::string& name, std::vector<std::uint64_t> dims, const std::string& formula) const {
     return w_.read(prefix_ + name, std::move(dims), formula);
   }
-  /// Whether a table (the embeddings) is held as bf16: as the products would be.
-  bool bf16_table(const std::string& name) const {
-    return dtype_ == WeightDType::bf16 || (dtype_ == WeightDType::automatic && w_.dtype(prefix_ + name) == DType::BF16);
-  }
-  std::vector<std::uint16_t> read_bf16(const std::string& name, std::vector<std::uint64_t> dims,
-                                       const std::string& formula) const {
-    return w_.read_bf16(prefix_ + name, std::move(dims), formula);
+  /// How a table (the embeddings) is held: as a product of it alone would be.
+  kernels::WeightType table_type(const std::string& name) const { return choose(w_.dtype(prefix_ + name), false); }
+  std::vector<std::uint16_t> read_16(const std::string& name, std::vector<std::uint64_t> dims, const std::string& formula,
+                                     kernels::WeightType type) const {
+    return w_.read_16(prefix_ + name, std::move(dims), formula, type == kernels::WeightType::f16 ? DType::F16 : DType::BF16);
   }
   /// nn.Linear `name` as [out][in] (Conv1D's [in][out] transposed); its bias when `bias`.
   std::vector<float> linear(const std::string& name, std::uint64_t out, std::uint64_t in, const std::string& formula,
                             bool bias, std::vector<float>* b) const {
     std::vector<float> w;
-    all_bf16_ = all_bf16_ && w_.dtype(prefix_ + name + ".weight") == DType::BF16;
+    note(w_.dtype(prefix_ + name + ".weight"));
     if (f_.qkv_layout == QkvLayout::conv1d) {
       const auto t = read(name + ".weight", {in, out}, "[" + formula + "]ᵀ");
       w.resize(t.size());
@@ -137,19 +144,17 @@ class Reader {
   }
   /// How to hold the product of nn.Linear weights `names` (before reading them).
   kernels::WeightType type_of(std::initializer_list<std::string> names) const {
-    bool bf16 = dtype_ == WeightDType::bf16;
-    if (dtype_ == WeightDType::automatic) {
-      bf16 = true;
-      for (const auto& n : names) bf16 = bf16 && w_.dtype(prefix_ + n + ".weight") == DType::BF16;
-    }
-    return bf16 ? kernels::WeightType::bf16 : kernels::WeightType::f32;
+    DType common = w_.dtype(prefix_ + *names.begin() + ".weight");
+    bool mixed = false;
+    for (const auto& n : names) mixed = mixed || w_.dtype(prefix_ + n + ".weight") != common;
+    return choose(common, mixed);
   }
   /// How to hold the product of the weights linear() read since the last call: auto keeps bf16
   /// when all of them were BF16 in the folder, else f32.
   kernels::WeightType take_type() const {
-    const bool bf16 = dtype_ == WeightDType::bf16 || (dtype_ == WeightDType::automatic && all_bf16_);
-    all_bf16_ = true;
-    return bf16 ? kernels::WeightType::bf16 : kernels::WeightType::f32;
+    const kernels::WeightType t = choose(common_, mixed_);
+    seen_ = mixed_ = false;
+    return t;
   }
 
  private:
@@ -157,7 +162,18 @@ class Reader {
   const Family& f_;
   WeightDType dtype_;
   std::string prefix_;
-  mutable bool all_bf16_ = true;
+  mutable DType common_ = DType::F32;  // the dtype of the weights linear() read since take_type()
+  mutable bool seen_ = false, mixed_ = false;
+  void note(DType d) const {
+    if (seen_ && d != common_) mixed_ = true;
+    common_ = seen_ ? common_ : d, seen_ = true;
+  }
+  /// --dtype bf16: bf16; f32: f32; auto: a product whose every tensor is BF16 (F16) in bf16 (f16).
+  kernels::WeightType choose(DType common, bool mixed) const {
+    if (dtype_ != WeightDType::automatic) return dtype_ == WeightDType::bf16 ? kernels::WeightType::bf16 : kernels::WeightType::f32;
+    if (mixed) return kernels::WeightType::f32;
+    return common == DType::BF16 ? kernels::WeightType::bf16 : common == DType::F16 ? kernels::WeightType::f16 : kernels::WeightType::f32;
+  }
 };
 
 /// Rows [first, first + n) of a [rows][in] matrix (and of its bias, when there is one).
@@ -186,7 +202,8 @@ void TableDecoder::load(const FolderWeights& fw, WeightDType dtype) {
   };
   // The table in the products' dtype (a bf16 folder's: its bytes as they are, no f32 copy).
   const std::string emb = std::string(f.embed) + ".weight", emb_formula = "[vocab_size, " + hid + "]";
-  if (r.bf16_table(emb)) embed16_ = r.read_bf16(emb, {c.vocab_size, D}, emb_formula);
+  embed_type_ = r.table_type(emb);
+  if (embed_type_ != kernels::WeightType::f32) embed16_ = r.read_16(emb, {c.vocab_size, D}, emb_formula, embed_type_);
   else embed_ = r.read(emb, {c.vocab_size, D}, emb_formula);
   if (f.learned_positions)
     positions_ = r.read(std::string(f.learned_positions) + ".weight", {c.max_positions, D}, "[" + std::string(f.positions) + ", " + hid + "]");
@@ -246,10 +263,10 @@ void TableDecoder::load(const FolderWeights& fw, WeightDType dtype) {
     } else if (f.gate_up) {
       const auto gu = r.linear(p + f.gate_up, 2 * I, D, "2*" + inter + ", " + hid, spec_.mlp_bias, &bu);
       L.up = pack_linear(gu, bu, 2 * I, D, r.take_type());
-    } else if (r.type_of({p + f.gate, p + f.up}) == kernels::WeightType::bf16) {
+    } else if (const auto t = r.type_of({p + f.gate, p + f.up}); t != kernels::WeightType::f32) {
       // [gate | up] packed half by half: no f32 copy of both (the load's largest transient).
       std::vector<float> bg;
-      L.up = kernels::alloc_linear_bf16(2 * I, D);
+      L.up = kernels::alloc_linear_bf16(2 * I, D, t);
       {
         const auto gate = r.linear(p + f.gate, I, D, inter + ", " + hid, spec_.mlp_bias, &bg);
         kernels::pack_rows_bf16(L.up, gate.data(), bg.empty() ? nullptr : bg.data(), 0, I);
@@ -307,8 +324,7 @@ void TableDecoder::embed(const Group& g, float* x, ModelScratch& s) const {
       const float* e = row;
       if (embed16_.empty()) e = embed_.data() + std::size_t(g.ids[t]) * D;
       else
-        for (std::size_t i = 0, o = std::size_t(g.ids[t]) * D; i < D; ++i)
-          row[i] = std::bit_cast<float>(std::uint32_t(embed16_[o + i]) << 16);
+        widen_row(embed16_.data() + std::size_t(g.ids[t]) * D, D, row);
       const std::size_t pos = t - g.token_offset[r];
       if (!positions_.empty()) {
         const float* p = positions_.data() + pos * D;

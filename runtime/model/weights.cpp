@@ -101,8 +101,10 @@ std::shared_ptr<const float> pack_linear(const std::vector<float>& w, const std:
 kernels::PackedLinear pack_linear(const std::vector<float>& w, const std::vector<float>& b, std::size_t out,
                                   std::size_t in, kernels::WeightType type) {
   const float* bias = b.empty() ? nullptr : b.data();
-  return type == kernels::WeightType::bf16 ? kernels::pack_linear_bf16(w.data(), bias, out, in)
-                                           : kernels::pack_linear_f32(w.data(), bias, out, in);
+  if (type == kernels::WeightType::f32) return kernels::pack_linear_f32(w.data(), bias, out, in);
+  kernels::PackedLinear p = kernels::alloc_linear_bf16(out, in, type);
+  kernels::pack_rows_bf16(p, w.data(), bias, 0, out);
+  return p;
 }
 
 FolderWeights::FolderWeights(const std::filesystem::path& dir) {
@@ -148,17 +150,20 @@ std::vector<float> FolderWeights::read(const std::string& name, std::vector<std:
   return v;
 }
 
-std::vector<std::uint16_t> FolderWeights::read_bf16(const std::string& name, std::vector<std::uint64_t> dims,
-                                                    const std::string& formula) const {
+std::vector<std::uint16_t> FolderWeights::read_16(const std::string& name, std::vector<std::uint64_t> dims,
+                                                  const std::string& formula, DType as) const {
   const SafeTensors& f = file_of(name);
   const TensorInfo& t = f.at(name);
   std::vector<std::uint16_t> out;
-  if (t.dtype != DType::BF16 || t.shape != dims) {  // (a wrong shape: read's message)
+  const bool f16 = as == DType::F16;
+  if (t.dtype != as || t.shape != dims) {  // (a wrong shape: read's message)
     const auto v = read(name, std::move(dims), formula);
     out.resize(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) out[i] = kernels::round_bf16(std::bit_cast<std::uint32_t>(v[i]));
+    for (std::size_t i = 0; i < v.size(); ++i)
+      out[i] = f16 ? kernels::round_f16(v[i]) : kernels::round_bf16(std::bit_cast<std::uint32_t>(v[i]));
     return out;
   }
+  const std::uint16_t exp = f16 ? 0x7c00u : 0x7f80u;  // all ones: inf or NaN
   const auto raw = f.raw(name);
   out.resize(raw.size() / 2);
   // Pages given back every 64 MiB: the table and its mapping are never both resident whole.
@@ -166,8 +171,8 @@ std::vector<std::uint16_t> FolderWeights::read_bf16(const std::string& name, std
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (i % kStep == 0 && i) f.drop_pages(name, 0, 2 * i);
     out[i] = static_cast<std::uint16_t>(std::to_integer<unsigned>(raw[2 * i]) | std::to_integer<unsigned>(raw[2 * i + 1]) << 8);
-    if ((out[i] & 0x7f80u) == 0x7f80u)
-      throw f.error(name, "element " + std::to_string(i) + " is " + ((out[i] & 0x7fu) ? "NaN" : out[i] & 0x8000u ? "-inf" : "inf") +
+    if ((out[i] & exp) == exp)
+      throw f.error(name, "element " + std::to_string(i) + " is " + ((out[i] & 0x7fffu & ~exp) ? "NaN" : out[i] & 0x8000u ? "-inf" : "inf") +
                               " (weights must be finite)");
   }
   f.drop_pages(name);

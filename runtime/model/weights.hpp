@@ -58,10 +58,11 @@ class FolderWeights {
   /// The tensor as f32 (shape checked). Its pages of the mapping are given back once copied
   /// (SafeTensors::drop_pages): the resident set holds what the model keeps, not the files.
   std::vector<float> read(const std::string& name, std::vector<std::uint64_t> dims, const std::string& formula) const;
-  /// The tensor as bf16 (shape checked, every value finite): a BF16 tensor's bits as they are,
-  /// another dtype read as f32 and rounded to nearest even. Its pages are given back as read()'s.
-  std::vector<std::uint16_t> read_bf16(const std::string& name, std::vector<std::uint64_t> dims,
-                                       const std::string& formula) const;
+  /// The tensor as `as` (BF16 or F16; shape checked, every value finite): a tensor of that dtype's
+  /// bits as they are, another read as f32 and rounded to nearest even. Its pages are given back
+  /// as read()'s.
+  std::vector<std::uint16_t> read_16(const std::string& name, std::vector<std::uint64_t> dims,
+                                     const std::string& formula, DType as) const;
   /// The tensor's dtype in its file (Error naming the file when it is missing).
   DType dtype(const std::string& name) const;
   /// Bytes of the data sections of every file (the weights as stored).

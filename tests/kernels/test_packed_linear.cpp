@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/levels_under_test.hpp"
+#include "headsep/safetensors.hpp"  // f16_to_f32
 #include "kernels/packed_linear.hpp"
 
 using namespace headsep;
@@ -80,16 +81,42 @@ TEST_CASE("pack_linear_bf16: every weight where bf16_panel_index says, rounded t
     }
 }
 
+TEST_CASE("round_f16: every f16 value back to itself; nearest even between them", "[kernels][bf16]") {
+  std::size_t bad = 0;
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    const float v = f16_to_f32(static_cast<std::uint16_t>(h));
+    const std::uint16_t r = kernels::round_f16(v);
+    const bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+    if (nan ? !((r & 0x7c00) == 0x7c00 && (r & 0x3ff)) : r != h) ++bad;
+  }
+  CHECK(bad == 0);
+  CHECK(kernels::round_f16(1.0f + 0x1p-11f) == 0x3c00);               // tie, even below
+  CHECK(kernels::round_f16(1.0f + 3 * 0x1p-11f) == 0x3c02);           // tie, even above
+  CHECK(kernels::round_f16(0x1p-25f) == 0x0000);                      // half the least subnormal: to 0 (even)
+  CHECK(kernels::round_f16(0x1.8p-25f) == 0x0001);                    // past it
+  CHECK(kernels::round_f16(65520.0f) == 0x7c00);                      // past the largest: inf
+  CHECK(kernels::round_f16(65504.0f) == 0x7bff);
+}
+
 TEST_CASE("bf16 panels, widened: at every level the bits of the f32 kernel on the same weights", "[kernels][bf16]") {
   // The widening is exact and the chain per element the f32 kernel's, so any difference is a bug
-  // (the AVX-512 level with vdpbf16ps switched off: what a CPU without AVX512-BF16 runs).
+  // (the AVX-512 level with vdpbf16ps switched off: what a CPU without AVX512-BF16 runs). f16
+  // panels the same way (weights that are f16 values: F16C's widening is exact too).
   const DotSwitch off(false);
   std::mt19937 rng(11);
   std::size_t failures = 0;
+  for (const bool f16 : {false, true})
   for (std::size_t K : kKs)
     for (std::size_t N : kNs) {
       Case cs = make_case(rng, 17, K, N);
-      const auto p16 = kernels::pack_linear_bf16(cs.w.data(), cs.bias.data(), N, K);
+      if (f16)  // bf16 values are f16 values unless tiny or huge: |w| < 1 here, so f16 exactly
+        for (auto& v : cs.w) v = f16_to_f32(kernels::round_f16(v));
+      const auto p16 = f16 ? [&] {
+        auto p = kernels::alloc_linear_bf16(N, K, kernels::WeightType::f16);
+        kernels::pack_rows_bf16(p, cs.w.data(), cs.bias.data(), 0, N);
+        return p;
+      }()
+                           : kernels::pack_linear_bf16(cs.w.data(), cs.bias.data(), N, K);
       const auto p32 = kernels::pack_linear_f32(cs.w.data(), cs.bias.data(), N, K);
       for (std::size_t M : kMs)
         for (auto level : levels_under_test()) {
@@ -102,7 +129,7 @@ TEST_CASE("bf16 panels, widened: at every level the bits of the f32 kernel on th
               const float got = a[m * cs.ldc + n];
               const bool ok = n < N ? got == b[m * cs.ldc + n] && got == one[n] : got == -7.0f;
               if (!ok && ++failures <= 10)
-                FAIL_CHECK(to_string(level) << " M " << M << " K " << K << " N " << N << " [" << m << "][" << n << "]: " << got
+                FAIL_CHECK(to_string(level) << (f16 ? " f16" : "") << " M " << M << " K " << K << " N " << N << " [" << m << "][" << n << "]: " << got
                                             << " vs f32 kernel " << b[m * cs.ldc + n] << ", alone " << one[n]);
             }
           }

@@ -59,7 +59,7 @@ Errors errors_of(const SafeTensors& ref, std::size_t n, const ModelShape& c, Hid
 
 }  // namespace
 
-TEST_CASE("bf16 folders stay bf16 unless --dtype f32; --dtype bf16 rounds an f32 folder", "[decoder][bf16]") {
+TEST_CASE("bf16 and f16 folders stay so unless --dtype f32; --dtype bf16 rounds an f32 folder", "[decoder][bf16]") {
   const auto kept = load_model(fixture("llama-bf16"));
   const auto widened = load_model(fixture("llama-bf16"), WeightDType::f32);
   CHECK(kept->weight_memory().linear == "bf16");
@@ -73,6 +73,14 @@ TEST_CASE("bf16 folders stay bf16 unless --dtype f32; --dtype bf16 rounds an f32
   CHECK(std::equal(kept->input_embeddings(), kept->input_embeddings() + table, widened->input_embeddings()));
   CHECK(parse_weight_dtype("auto") == WeightDType::automatic);
   CHECK_THROWS_WITH(parse_weight_dtype("f16"), Catch::Contains("expected auto, f32 or bf16"));
+  // An f16 folder (the gemma family fixture) stays f16 (its products and table; test_families.cpp
+  // holds it to transformers at every level, the f32 path's bits), unless --dtype says otherwise.
+  const auto f16 = load_model(fixture("gemma")), f16_widened = load_model(fixture("gemma"), WeightDType::f32);
+  CHECK(f16->weight_memory().linear == "f16");
+  CHECK(f16_widened->weight_memory().linear == "f32");
+  CHECK(load_model(fixture("gemma"), WeightDType::bf16)->weight_memory().linear == "bf16");
+  const std::size_t gt = std::size_t(f16->shape().vocab_size) * f16->shape().hidden;
+  CHECK(std::equal(f16->input_embeddings(), f16->input_embeddings() + gt, f16_widened->input_embeddings()));
   // Encoders hold f32 (docs/MODEL.md): asking for bf16 is refused, not ignored.
   CHECK_THROWS_WITH(load_model(fixture("roberta"), WeightDType::bf16), Catch::Contains("--dtype bf16 is for decoders"));
   CHECK(load_model(fixture("roberta"), WeightDType::f32)->shape().model_type == "roberta");
