@@ -21,6 +21,7 @@
 
 #include "headsep/attention.hpp"
 #include "headsep/kernels.hpp"
+#include "headsep/profile.hpp"  // ForwardClock
 
 namespace headsep {
 
@@ -49,6 +50,7 @@ struct ModelScratch {
   std::vector<float> x, qkv, ctx, h1, h2, inter, heads_out, rope;
   std::vector<float> direction;  ///< a group's direction-axis values at the current layer
   AttentionScratch attention;
+  ForwardClock clock;  ///< on while a profiled run measures (ModelBatch)
 };
 
 /// Direction axes (docs/METRICS.md): the last `count` of a forward's context axes are not given per
@@ -80,9 +82,14 @@ struct WeightMemory {
   std::uint64_t rss_loaded = 0, peak_loaded = 0;  ///< the process's resident set and its peak when loaded (0: unknown)
 };
 
+namespace model {
+class GroupPool;  // runtime/model/weights.hpp
+}
+
 class Architecture {
  public:
-  virtual ~Architecture() = default;
+  Architecture();
+  virtual ~Architecture();
   virtual const ModelShape& shape() const noexcept = 0;
   virtual const std::string& name() const noexcept = 0;  ///< the folder's name
 
@@ -95,7 +102,8 @@ class Architecture {
   /// the final norm). `directions`: the last directions->count of the `axes` are direction axes
   /// (their `axis` entries unused). Throws Error for an id outside the vocabulary or a report over
   /// max_positions. Thread-safe (const) with distinct scratch; results never depend on which
-  /// reports share a call.
+  /// reports share a call. A call of several groups (~512 tokens each) runs them in parallel on
+  /// oneTBB's threads, each on a scratch of the model's own (one per thread that ran one).
   virtual void forward(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t n_reports,
                        std::uint32_t axes, const float* const* axis, SimdLevel level,
                        const std::vector<AttentionOut>& layers, float* hidden, ModelScratch& scratch,
@@ -115,6 +123,9 @@ class Architecture {
 
   /// The weights' memory; {} (file = 0) where the architecture does not count it.
   virtual WeightMemory weight_memory() const { return {}; }
+
+ protected:
+  std::shared_ptr<model::GroupPool> group_pool_;  ///< scratch of the groups run in parallel (model::run_groups)
 };
 
 /// Reads DIR/config.json's model_type and loads the model: an encoder (BertModel) or a decoder

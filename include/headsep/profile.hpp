@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace headsep {
@@ -28,6 +29,32 @@ struct ProfileOptions {
   /// would be kept past the full part (so at most full + sampled batches, evenly spread).
   std::size_t trace_full_batches = 1024;
   std::size_t trace_sampled_batches = 1024;
+};
+
+/// The parts of a model's forward pass that a profiled run times (ProfileResult::forward_parts).
+enum class ForwardPart : std::uint8_t { embed, norm, products, rope, attention, activation, residual, count };
+/// Their names in the profile ("products (weights)", "attention + head metrics", ...).
+const char* to_string(ForwardPart p) noexcept;
+
+/// Where a forward's thread time goes, part by part (ModelScratch::clock): to(p) charges the time
+/// since the last lap to the part then running and starts p, so the parts tile the forward. Off
+/// (the default) a lap is one branch; on, one clock read, a few per layer and group of ~512 tokens.
+struct ForwardClock {
+  ForwardClock() = default;
+  explicit ForwardClock(bool timing) noexcept : on(timing) {}
+  bool on = false;
+  double seconds[std::size_t(ForwardPart::count)] = {};
+  void to(ForwardPart p) noexcept {
+    if (on) lap(int(p));
+  }
+  void stop() noexcept {
+    if (on) lap(-1);
+  }
+
+ private:
+  void lap(int next) noexcept;
+  std::int64_t last_ = 0;
+  int current_ = -1;
 };
 
 /// One pipeline stage (per scenario for weighting, per sink for prepare/consume).
@@ -63,6 +90,8 @@ struct ProfileResult {
   bool counters = false;
   std::string counters_note;  ///< what was counted, or why not (one line)
   std::vector<std::string> diagnosis;  ///< [0] the headline: what limits the run
+  /// Model runs: the forward's thread seconds per part (ForwardPart order, summed over threads).
+  std::vector<std::pair<std::string, double>> forward_parts;
   std::uint64_t trace_events = 0, trace_batches = 0, trace_stride = 1;
 };
 

@@ -85,8 +85,9 @@ struct AK {
   /// softmax_row's CC for any number of axes (one dot product per axis after normalising).
   static constexpr std::size_t kAnyC = 5;
   template <std::size_t CC>
-  static void softmax_row(float* s, std::size_t lv, float scale, const float* ax, std::size_t np, std::size_t C,
-                          float* ctx, std::size_t ldc, float& z_out, float& tz_out) noexcept;
+  static void softmax_row(float* s, std::size_t lv, float scale, float m, const float* ax, std::size_t np,
+                          std::size_t C, float* ctx, std::size_t ldc, float& z_out, float& tz_out) noexcept;
+  static float row_max(const float* s, std::size_t lv) noexcept;
 
   // ---- the report, query tiles (attention_simd_run.hpp) ----------------------------------
   static void run(const AttentionReport& in, const AttentionReportOut& out, const AttentionWork& w) noexcept;

@@ -26,9 +26,9 @@
 //   -Σ a log a = log Z - Σ e^{y} y / Z, accumulated in the exp pass (with the context sums).
 //   Only the JS divergences need logs (H(M), one per key per pair of heads: 28 pairs x n² for 8
 //   heads, the largest cost after the two matrix products), so log is a table + short series
-//   (see log_pos), exp the Cephes polynomial times 2^n (vscalefps on AVX-512), ~2 ulp. Measured
-//   against xsimd::exp/log (bench_attention kernel/, AVX-512): 256x256x256x8 18.1 vs 29.5 ms per
-//   8 reports, 2048x64x64x4 1.76 vs 2.49 ms per 32.
+//   (see log_pos), exp the Cephes polynomial times 2^n (AVX-512: a 2^(j/16) table, a cubic and
+//   vscalefps), ~2 ulp. Measured against xsimd::exp/log (bench_attention kernel/, AVX-512):
+//   256x256x256x8 18.1 vs 29.5 ms per 8 reports, 2048x64x64x4 1.76 vs 2.49 ms per 32.
 // - The Q/K/V projections (project(), AttentionPlan's default) are a packed-panel GEMM: 8 rows x
 //   48 columns of accumulators on AVX-512, bias first, then Σ_k in order, so a row's result does
 //   not depend on which rows share the call (runtime/attention/plan.cpp says why not BLAS).

@@ -161,6 +161,9 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
             for (std::size_t k = kb; k < kend; k += W)
               (h == 1 ? B::load_aligned(sh + k) : B::load_aligned(s0 + k) + B::load_aligned(sh + k)).store_aligned(s0 + k);
           }
+        // The block's row maxima first: each row's exp pass then starts without waiting on its
+        // own max's chain and reduction, and overlaps the previous row's sums and division.
+        float rmax[MR];
         for (std::size_t r = rb; r < rb + R; ++r) {
           const std::size_t q = qb + r;
           const std::size_t len = causal ? q + 1 : n, lv = up(len);
@@ -168,16 +171,23 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
           if (in.config.softcap != 0.0f) softcap_row(s + kb, lv - kb, scale, in.config.softcap);
           for (std::size_t k = len; k < lv; ++k) s[k] = neg_inf;
           for (std::size_t k = kb, from = first_visible_key(in.config, q); k < from; ++k) s[k] = neg_inf;
+          rmax[r - rb] = row_max(s + kb, lv - kb);
+        }
+        for (std::size_t r = rb; r < rb + R; ++r) {
+          const std::size_t q = qb + r;
+          const std::size_t len = causal ? q + 1 : n, lv = up(len);
+          float* s = a + r * np;
+          const float m = rmax[r - rb];
           float* cx = rctx + r;
           float* sk = s + kb;
           const float* axk = ax + kb;
           switch (C) {
-            case 0: softmax_row<0>(sk, lv - kb, scale, axk, np, C, cx, tqp, rz[r], rt[r]); break;
-            case 1: softmax_row<1>(sk, lv - kb, scale, axk, np, C, cx, tqp, rz[r], rt[r]); break;
-            case 2: softmax_row<2>(sk, lv - kb, scale, axk, np, C, cx, tqp, rz[r], rt[r]); break;
-            case 3: softmax_row<3>(sk, lv - kb, scale, axk, np, C, cx, tqp, rz[r], rt[r]); break;
-            case 4: softmax_row<4>(sk, lv - kb, scale, axk, np, C, cx, tqp, rz[r], rt[r]); break;
-            default: softmax_row<kAnyC>(sk, lv - kb, scale, axk, np, C, cx, tqp, rz[r], rt[r]); break;
+            case 0: softmax_row<0>(sk, lv - kb, scale, m, axk, np, C, cx, tqp, rz[r], rt[r]); break;
+            case 1: softmax_row<1>(sk, lv - kb, scale, m, axk, np, C, cx, tqp, rz[r], rt[r]); break;
+            case 2: softmax_row<2>(sk, lv - kb, scale, m, axk, np, C, cx, tqp, rz[r], rt[r]); break;
+            case 3: softmax_row<3>(sk, lv - kb, scale, m, axk, np, C, cx, tqp, rz[r], rt[r]); break;
+            case 4: softmax_row<4>(sk, lv - kb, scale, m, axk, np, C, cx, tqp, rz[r], rt[r]); break;
+            default: softmax_row<kAnyC>(sk, lv - kb, scale, m, axk, np, C, cx, tqp, rz[r], rt[r]); break;
           }
           for (std::size_t k = lv; k < kend; ++k) s[k] = 0.0f;  // A·V of the block reads up to klen
           rinv[r] = 1.0f / rz[r];  // the max element is e^0 = 1: the confidence

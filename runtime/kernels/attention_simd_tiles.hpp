@@ -128,18 +128,24 @@ template <class A>
   }
 }
 
-/// Softmax of one score row in place: s[0, lv) (entries [len, lv) hold -inf) becomes the
-/// probabilities. Returns Z and Σ e^y y / Z (the entropy is log Z minus it: logs are taken for a
+/// The largest of s[0, lv) (whole vectors): a softmax row's max, taken for a block's rows before
+/// any of their exp passes, so that no row's exps wait on its own max's reduction.
+template <class A>
+inline float AK<A>::row_max(const float* s, std::size_t lv) noexcept {
+  B mx(-std::numeric_limits<float>::infinity());
+  for (std::size_t k = 0; k < lv; k += W) mx = xsimd::max(mx, B::load_aligned(s + k));
+  return hmax(mx);
+}
+
+/// Softmax of one score row in place, m its max (row_max): s[0, lv) (entries [len, lv) hold -inf)
+/// becomes the probabilities. Returns Z and Σ e^y y / Z (the entropy is log Z minus it: logs are taken for a
 /// whole tile at once); ctx[c·ldc] = Σ_k a_k x_c[k] for the axes (CC = C when C <= 4:
 /// the axis sums ride along the exp pass in registers, scaled by 1/Z at the end; kAnyC: one dot
 /// product per axis after normalising).
 template <class A>
 template <std::size_t CC>
-inline void AK<A>::softmax_row(float* s, std::size_t lv, float scale, const float* ax, std::size_t np, std::size_t C,
-                               float* ctx, std::size_t ldc, float& z_out, float& tz_out) noexcept {
-  B mx(-std::numeric_limits<float>::infinity());
-  for (std::size_t k = 0; k < lv; k += W) mx = xsimd::max(mx, B::load_aligned(s + k));
-  const float m = hmax(mx);
+inline void AK<A>::softmax_row(float* s, std::size_t lv, float scale, float m, const float* ax, std::size_t np,
+                               std::size_t C, float* ctx, std::size_t ldc, float& z_out, float& tz_out) noexcept {
   const B sc(scale), msc(-m * scale), ymin(-88.0f);
   B z(0.0f), ty(0.0f);
   B cx[CC < kAnyC && CC > 0 ? CC : 1];

@@ -225,9 +225,11 @@ void BertModel::forward(const std::uint32_t* ids, const std::uint64_t* token_off
   kernels::require_supported(level);
   model::check_forward(shape_, ids, token_offset, n_reports, axes, layers, directions);
   const std::size_t total = token_offset[n_reports] - token_offset[0];
-  model::for_each_group(token_offset, n_reports, [&](std::size_t r0, std::size_t r1, std::size_t) {
-    run_group(ids, token_offset, r0, r1, axes, axis, level, layers, hidden, all_hidden, total, directions, s);
-  });
+  model::run_groups(*group_pool_, token_offset, n_reports, s,
+                    [&](std::size_t r0, std::size_t r1, std::size_t, ModelScratch& gs) {
+                      run_group(ids, token_offset, r0, r1, axes, axis, level, layers, hidden, all_hidden, total,
+                                directions, gs);
+                    });
 }
 
 void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
@@ -249,6 +251,7 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
   s.h1.resize(T * D);
   s.inter.resize(T * I);
   float* x = s.x.data();
+  s.clock.to(ForwardPart::embed);
   // Embeddings: word + position (within the report; RoBERTa's after padding_idx) + token type 0
   // (none for DistilBERT), then LayerNorm.
   for (std::size_t r = r0; r < r1; ++r) {
@@ -274,14 +277,21 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
     // Each product also prefetches the first panel of the next one (weights come from L3/DRAM);
     // the last layer's, layer 0's for the next group of reports.
     const float* next_qkv = layers_[(l + 1) % layers_.size()].qkv.get();
+    s.clock.to(ForwardPart::products);
     kernels::project_rows(level, x, D, T, D, L.qkv.get(), 3 * D, s.qkv.data(), 3 * D, L.out.get(), D);
+    s.clock.to(ForwardPart::attention);
     model::attend_reports(in, token_offset, r0, r1, s.qkv.data(), axis, o, level, dh, s.ctx.data(), s,
                           {directions, l, x, D});
+    s.clock.to(ForwardPart::products);
     kernels::project_rows(level, s.ctx.data(), D, T, D, L.out.get(), D, s.h1.data(), D, L.ffn1.get(), D);
+    s.clock.to(ForwardPart::norm);  // (the residual add fused)
     layer_norm_rows(level, s.h1.data(), x, T, D, L.ln1_g.data(), L.ln1_b.data(), cfg_.layer_norm_eps);
+    s.clock.to(ForwardPart::products);  // (GELU fused into the first FFN product)
     kernels::project_rows(level, s.h1.data(), D, T, D, L.ffn1.get(), I, s.inter.data(), I, L.ffn2.get(), I, true);
     kernels::project_rows(level, s.inter.data(), I, T, I, L.ffn2.get(), D, x, D, next_qkv, D);
+    s.clock.to(ForwardPart::norm);
     layer_norm_rows(level, x, s.h1.data(), T, D, L.ln2_g.data(), L.ln2_b.data(), cfg_.layer_norm_eps);
+    s.clock.to(ForwardPart::residual);
     if (all_hidden) std::memcpy(all_hidden + ((l + 1) * total_tokens + (t0 - base)) * D, x, T * D * sizeof(float));
   }
   if (hidden) std::memcpy(hidden + (t0 - base) * D, x, T * D * sizeof(float));

@@ -40,10 +40,11 @@ void Decoder::forward(const std::uint32_t* ids, const std::uint64_t* token_offse
   kernels::require_supported(level);
   check_forward(shape_, ids, token_offset, n_reports, axes, layers, directions);
   const std::size_t total = token_offset[n_reports] - token_offset[0];
-  for_each_group(token_offset, n_reports, [&](std::size_t r0, std::size_t r1, std::size_t tokens) {
-    const Group g{ids, token_offset, r0, r1, tokens, axes, axis, level, directions};
-    run_group(g, layers, hidden, all_hidden, total, token_offset[0], s);
-  });
+  run_groups(*group_pool_, token_offset, n_reports, s,
+             [&](std::size_t r0, std::size_t r1, std::size_t tokens, ModelScratch& gs) {
+               const Group g{ids, token_offset, r0, r1, tokens, axes, axis, level, directions};
+               run_group(g, layers, hidden, all_hidden, total, token_offset[0], gs);
+             });
 }
 
 void Decoder::run_group(const Group& g, const std::vector<AttentionOut>& layers, float* hidden, float* all_hidden,
@@ -53,6 +54,7 @@ void Decoder::run_group(const Group& g, const std::vector<AttentionOut>& layers,
   s.qkv.resize(T * qkv_ld() + kernels::kAttnMaxLanes);
   s.ctx.resize(T * std::size_t(shape_.heads) * shape_.head_dim);
   float* x = s.x.data();
+  s.clock.to(ForwardPart::embed);
   if (T) embed(g, x, s);
   if (all_hidden) std::memcpy(all_hidden + t0 * D, x, T * D * sizeof(float));
   for (std::size_t l = 0; l < layers.size(); ++l) {
@@ -61,15 +63,19 @@ void Decoder::run_group(const Group& g, const std::vector<AttentionOut>& layers,
     AttentionReport view = rows_view(shape_.heads, qkv_ld(), cols_, MaskKind::causal, g.axes);
     view.config.window = shape_.sliding_window.empty() ? 0 : shape_.sliding_window[l];  // the baseline's too
     view.config.softcap = shape_.attn_softcap;
+    s.clock.to(ForwardPart::attention);
     attend_reports(view, g.token_offset, g.r0, g.r1, s.qkv.data(), g.axis, layers[l], g.level, shape_.head_dim,
                    s.ctx.data(), s, {g.directions, l, x, D});
     if (!T) continue;
     finish_layer(g, l, x, s);
+    s.clock.to(ForwardPart::residual);  // (the copies of the hidden states)
     if (all_hidden && l + 1 < layers.size())
       std::memcpy(all_hidden + ((l + 1) * total + t0) * D, x, T * D * sizeof(float));
   }
   if (!T || (!hidden && !all_hidden)) return;
+  s.clock.to(ForwardPart::norm);
   final_norm(x, T);
+  s.clock.to(ForwardPart::residual);
   if (all_hidden) std::memcpy(all_hidden + (layers.size() * total + t0) * D, x, T * D * sizeof(float));
   if (hidden) std::memcpy(hidden + t0 * D, x, T * D * sizeof(float));
 }

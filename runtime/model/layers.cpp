@@ -168,6 +168,9 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void geglu_rows(boo
   }
 }
 
+Architecture::Architecture() : group_pool_(std::make_shared<model::GroupPool>()) {}
+Architecture::~Architecture() = default;
+
 namespace model {
 
 void check_forward(const ModelShape& shape, const std::uint32_t* ids, const std::uint64_t* token_offset,

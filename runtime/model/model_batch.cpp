@@ -53,8 +53,10 @@ void ModelBatch::measure(const ReportBatch& b, BatchScratch& s, BatchResult& res
   check_lengths(b);
   prepare_outputs(b, s, res);
   timer.to(prof::kForward);
+  s.bert.clock = ForwardClock(timer.on());
   model_.forward(s.ids.data(), b.token_offset.data(), b.n_reports(), static_cast<std::uint32_t>(C), s.axis_ptr.data(),
                  opt_.simd, s.outs, nullptr, s.bert, nullptr, &directions_);
+  timer.forward_parts(s.bert.clock);
   timer.to(prof::kHeads);
   separations(res.metrics);
   res.token_ids = s.ids;
@@ -273,8 +275,10 @@ void ModelBatch::report_forward(const ReportBatch& b, std::size_t r, BatchScratc
     outs[l].maps = s.maps[l].data(), outs[l].maps_offset = &zero;
   }
   timer.to(prof::kForward);
+  s.bert.clock = ForwardClock(timer.on());
   model_.forward(s.ids.data(), off, 1, static_cast<std::uint32_t>(C), s.axis_ptr.data(), opt_.simd, outs, nullptr, s.bert,
                  nullptr, &directions_);
+  timer.forward_parts(s.bert.clock);
   timer.to(prof::kHeads);
 }
 

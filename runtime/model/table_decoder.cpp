@@ -405,13 +405,17 @@ void TableDecoder::project(const Group& g, std::size_t l, const float* x, ModelS
   const Layer& L = layers_[l];
   const float* in = x;
   if (L.attn_in.on()) {
+    s.clock.to(ForwardPart::norm);
     s.h1.resize(T * D);
     norm(g.level, L.attn_in, x, s.h1.data(), T);
     in = s.h1.data();
   }
+  s.clock.to(ForwardPart::products);
   kernels::project_rows(g.level, in, D, T, D, L.qkv, std::size_t(shape_.heads) * dh + 2 * kv_width(),
                         s.qkv.data(), ld);
+  s.clock.to(ForwardPart::norm);
   if (!L.q_norm.empty()) qk_norms(L, s.qkv.data(), T);
+  s.clock.to(ForwardPart::rope);
   rope(l, s.qkv.data(), T, s);
   // scores / √query_pre_attn_scalar from the kernel's 1/√head_dim: Q scaled (the baseline's too).
   if (spec_.query_scale != 1.0f)
@@ -425,6 +429,7 @@ void TableDecoder::project(const Group& g, std::size_t l, const float* x, ModelS
 // experts in index order from 0, each over the tokens routed to it.
 void TableDecoder::experts(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const {
   const std::size_t D = shape_.hidden, I = intermediate_, T = g.T, E = spec_.experts, K = spec_.experts_per_token;
+  s.clock.to(ForwardPart::products);  // (the routing and its copies too)
   std::vector<float> logits(T * E), xin(in, in + T * D), rows, ys;
   kernels::project_rows(g.level, xin.data(), D, T, D, L.router, E, logits.data(), E);
   std::vector<std::vector<std::pair<std::size_t, float>>> routed(E);  // per expert: (token, weight)
@@ -451,7 +456,9 @@ void TableDecoder::experts(const Group& g, const Layer& L, const float* in, floa
     s.inter.resize(n * 3 * I);
     float* gu = s.inter.data() + n * I;
     kernels::project_rows(g.level, rows.data(), D, n, D, L.expert_up[e], 2 * I, gu, 2 * I);
+    s.clock.to(ForwardPart::activation);
     swiglu_rows(gu, s.inter.data(), n, I);
+    s.clock.to(ForwardPart::products);
     ys.resize(n * D);
     kernels::project_rows(g.level, s.inter.data(), I, n, I, L.expert_down[e], D, ys.data(), D);
     for (std::size_t i = 0; i < n; ++i) {
@@ -464,18 +471,22 @@ void TableDecoder::experts(const Group& g, const Layer& L, const float* in, floa
 void TableDecoder::mlp(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const {
   const std::size_t D = shape_.hidden, I = intermediate_, T = g.T;
   if (spec_.experts) return experts(g, L, in, out, s);
+  s.clock.to(ForwardPart::products);
   if (!spec_.family->gated) {
     s.inter.resize(T * I);
     kernels::project_rows(g.level, in, D, T, D, L.up, I, s.inter.data(), I);
+    s.clock.to(ForwardPart::activation);
     if (spec_.act == Activation::gelu_tanh) gelu_tanh_inplace(s.inter.data(), T * I);
     else gelu_inplace(s.inter.data(), T * I);  // (SiLU without a gate is refused at load)
   } else {
     s.inter.resize(T * 3 * I);
     float* gu = s.inter.data() + T * I;
     kernels::project_rows(g.level, in, D, T, D, L.up, 2 * I, gu, 2 * I);
+    s.clock.to(ForwardPart::activation);
     if (spec_.act == Activation::silu) swiglu_rows(gu, s.inter.data(), T, I);
     else geglu_rows(spec_.act == Activation::gelu_tanh, gu, s.inter.data(), T, I);
   }
+  s.clock.to(ForwardPart::products);
   kernels::project_rows(g.level, s.inter.data(), I, T, I, L.down, D, out, D);
 }
 
@@ -486,18 +497,25 @@ void TableDecoder::finish_layer(const Group& g, std::size_t l, float* x, ModelSc
   s.h2.resize(T * D);
   float* a = s.h1.data();
   float* m = s.h2.data();
+  s.clock.to(ForwardPart::products);
   kernels::project_rows(g.level, s.ctx.data(), Q, T, Q, L.out, D, a, D);
+  s.clock.to(ForwardPart::norm);
   if (L.attn_out.on()) norm(g.level, L.attn_out, a, a, T);
   if (spec_.parallel) {  // GPT-NeoX: mlp_output + attn_output + hidden_states
     mlp(g, L, L.mlp_in.on() ? (norm(g.level, L.mlp_in, x, m, T), m) : x, m, s);
+    s.clock.to(ForwardPart::residual);
     for (std::size_t i = 0; i < T * D; ++i) x[i] = (m[i] + a[i]) + x[i];
     return;
   }
+  s.clock.to(ForwardPart::residual);
   for (std::size_t i = 0; i < T * D; ++i) x[i] += a[i];
   const float* in = x;
+  s.clock.to(ForwardPart::norm);
   if (L.mlp_in.on()) norm(g.level, L.mlp_in, x, m, T), in = m;
   mlp(g, L, in, m, s);
+  s.clock.to(ForwardPart::norm);
   if (L.mlp_out.on()) norm(g.level, L.mlp_out, m, m, T);
+  s.clock.to(ForwardPart::residual);
   for (std::size_t i = 0; i < T * D; ++i) x[i] += m[i];
 }
 

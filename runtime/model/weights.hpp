@@ -2,11 +2,17 @@
 // readers naming the file, the folder's safetensors (one file or the index's shards), packing an
 // nn.Linear for the panel kernel — and the decoders' common forward (decoder.cpp).
 #pragma once
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -99,6 +105,43 @@ void for_each_group(const std::uint64_t* token_offset, std::size_t n_reports, F&
     fn(r0, r1, tokens);
     r0 = r1;
   }
+}
+
+/// Scratch of the groups a forward runs in parallel: one per thread that ran one.
+class GroupPool {
+ public:
+  tbb::enumerable_thread_specific<ModelScratch> scratch;
+};
+
+/// The groups of for_each_group through fn(r0, r1, tokens, scratch): a single group on the
+/// caller's scratch; several as oneTBB tasks in an isolated region (a thread waiting there takes
+/// no task from outside it, so no other forward re-enters its pool scratch), each on its thread's
+/// scratch from `pool`. Results never depend on the group or the thread; with s.clock on, every
+/// group's parts are added to it (s.clock stopped at the end).
+template <class F>
+void run_groups(GroupPool& pool, const std::uint64_t* token_offset, std::size_t n_reports, ModelScratch& s, F&& fn) {
+  std::vector<std::array<std::size_t, 3>> groups;
+  for_each_group(token_offset, n_reports, [&](std::size_t r0, std::size_t r1, std::size_t tokens) {
+    groups.push_back({r0, r1, tokens});
+  });
+  if (groups.size() == 1) {
+    fn(groups[0][0], groups[0][1], groups[0][2], s);
+    s.clock.stop();
+    return;
+  }
+  const bool timing = s.clock.on;
+  std::mutex m;
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(std::size_t(0), groups.size(), [&](std::size_t i) {
+      ModelScratch& gs = pool.scratch.local();
+      gs.clock = ForwardClock(timing);
+      fn(groups[i][0], groups[i][1], groups[i][2], gs);
+      gs.clock.stop();
+      if (!timing) return;
+      std::lock_guard lock(m);
+      for (std::size_t p = 0; p < std::size_t(ForwardPart::count); ++p) s.clock.seconds[p] += gs.clock.seconds[p];
+    });
+  });
 }
 
 /// The fused kernel's view of a model's projected rows: H heads + the baseline, rows of `ld`

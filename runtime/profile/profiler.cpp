@@ -57,6 +57,7 @@ struct Thread : ThreadRec {
   int fd[kCounters] = {-1, -1, -1};
   bool counting = false;
   Acc acc[kStages];
+  double parts[std::size_t(ForwardPart::count)] = {};  // the model forward's (ForwardClock)
   ~Thread() {
     for (int f : fd)
       if (f >= 0) ::close(f);
@@ -136,6 +137,7 @@ std::string sink_name(const ResultSink& s) {
 }  // namespace prof
 
 using namespace prof;
+
 
 struct Profiler::Impl::State {
   std::uint64_t generation = ++g_generation;
@@ -277,6 +279,11 @@ void Profiler::Impl::lap(ThreadRec& rec, int next) {
   if (counted) std::copy(ctr, ctr + kCounters, t.ctr_last);
 }
 
+void Profiler::Impl::add_parts(ThreadRec& rec, const ForwardClock& clock) {
+  Thread& t = static_cast<Thread&>(rec);
+  for (std::size_t p = 0; p < std::size_t(ForwardPart::count); ++p) t.parts[p] += clock.seconds[p];
+}
+
 void Profiler::Impl::drop(ThreadRec& rec) {
   Thread& t = static_cast<Thread&>(rec);
   if (t.cur >= 0) {
@@ -394,7 +401,7 @@ void Profiler::Impl::end_run(const RunStats& stats, const std::vector<std::strin
     } else if (id == kAxes) {
       st.kind = "axes", st.name = model ? "token ids + axes projection" : "axes projection";
     } else if (id == kForward) {
-      st.kind = "forward", st.name = "BERT forward (" + s->model + ")";
+      st.kind = "forward", st.name = "model forward (" + s->model + ")";
     } else if (id == kHeads) {
       st.kind = "heads", st.name = "head metrics (sums, sketches, top)";
     } else if (model && id == kConsume0) {  // run_model: consume(0) is the merge, consume(k + 1) sink k
@@ -439,6 +446,17 @@ void Profiler::Impl::end_run(const RunStats& stats, const std::vector<std::strin
     r.thread_list.push_back(tp);
   }
   r.diagnosis = diagnose(r, su);
+  r.forward_parts.clear();
+  if (!s->model.empty()) {
+    double sum = 0;
+    for (std::size_t p = 0; p < std::size_t(ForwardPart::count); ++p) {
+      double v = 0;
+      for (const auto& t : s->threads) v += t->parts[p];
+      r.forward_parts.emplace_back(to_string(ForwardPart(p)), v);
+      sum += v;
+    }
+    if (sum == 0) r.forward_parts.clear();
+  }
   std::lock_guard tl(s->trace_mutex);
   r.trace_events = s->events.size();
   r.trace_stride = s->stride;
@@ -446,91 +464,6 @@ void Profiler::Impl::end_run(const RunStats& stats, const std::vector<std::strin
   for (const auto& e : s->events) seen.push_back(e.batch);
   std::sort(seen.begin(), seen.end());
   r.trace_batches = std::uint64_t(std::unique(seen.begin(), seen.end()) - seen.begin());
-}
-
-std::string Profiler::table() const {
-  const ProfileResult& r = impl_->result;
-  std::string out;
-  char line[512];
-  std::snprintf(line, sizeof line, "profile: %.3f s wall, %u thread%s, %llu batches, %.3g reports/s, %.3g groups/s\n",
-                r.wall_s, r.threads, r.threads == 1 ? "" : "s", static_cast<unsigned long long>(r.batches), r.wall_s > 0 ? r.reports / r.wall_s : 0.0,
-                r.wall_s > 0 ? r.groups / r.wall_s : 0.0);
-  out += line;
-  std::snprintf(line, sizeof line, "%-44s %9s %9s %9s %6s %8s%s\n", "stage", "active s", "busy s", "cpu s", "share",
-                "batches", r.counters ? "       IPC  LLC miss/batch" : "");
-  out += line;
-  for (const auto& st : r.stages) {
-    std::string name = st.name + (st.serial ? " (serial)" : "");
-    std::snprintf(line, sizeof line, "%-44s %9.3f %9.3f %9.3f %5.1f%% %8llu", name.c_str(), st.active_s, st.busy_s,
-                  st.cpu_s, 100 * st.share, static_cast<unsigned long long>(st.batches));
-    out += line;
-    if (r.counters) {
-      std::snprintf(line, sizeof line, " %9.2f %15.0f", st.cycles ? double(st.instructions) / double(st.cycles) : 0.0,
-                    st.batches ? double(st.llc_misses) / double(st.batches) : 0.0);
-      out += line;
-    }
-    out += "\n";
-  }
-  std::map<std::string, double> plugins;
-  for (const auto& st : r.stages)
-    if (!st.plugin.empty()) plugins[st.plugin] += st.busy_s;
-  for (const auto& [p, busy] : plugins) {
-    std::snprintf(line, sizeof line, "  %s: %.3f s busy, %.1f%%\n", p.c_str(), busy, r.busy_s > 0 ? 100 * busy / r.busy_s : 0.0);
-    out += line;
-  }
-  for (const auto& t : r.thread_list) {
-    std::snprintf(line, sizeof line, "thread %-3u busy %8.3f s (%5.1f%%), cpu %8.3f s, idle %8.3f s, %llu invocations\n",
-                  t.index, t.busy_s, r.wall_s > 0 ? 100 * t.busy_s / r.wall_s : 0.0, t.cpu_s, t.idle_s,
-                  static_cast<unsigned long long>(t.invocations));
-    out += line;
-  }
-  out += r.counters_note + "\n";
-  for (std::size_t i = 0; i < r.diagnosis.size(); ++i) out += (i == 0 ? "diagnosis: " : "           ") + r.diagnosis[i] + "\n";
-  return out;
-}
-
-std::string Profiler::json() const {
-  using nlohmann::ordered_json;
-  const ProfileResult& r = impl_->result;
-  ordered_json j;
-  j["wall_s"] = r.wall_s;
-  j["threads"] = r.threads;
-  j["batches"] = r.batches;
-  j["reports"] = r.reports;
-  j["groups"] = r.groups;
-  j["reports_per_s"] = r.wall_s > 0 ? r.reports / r.wall_s : 0.0;
-  j["groups_per_s"] = r.wall_s > 0 ? r.groups / r.wall_s : 0.0;
-  j["busy_s"] = r.busy_s;
-  j["cpu_s"] = r.cpu_s;
-  ordered_json stages = ordered_json::array();
-  for (const auto& st : r.stages) {
-    ordered_json js;
-    js["name"] = st.name;
-    js["kind"] = st.kind;
-    js["plugin"] = st.plugin;
-    js["serial"] = st.serial;
-    js["active_s"] = st.active_s;
-    js["busy_s"] = st.busy_s;
-    js["cpu_s"] = st.cpu_s;
-    js["share"] = st.share;
-    js["batches"] = st.batches;
-    if (r.counters) {
-      js["cycles"] = st.cycles;
-      js["instructions"] = st.instructions;
-      js["ipc"] = st.cycles ? double(st.instructions) / double(st.cycles) : 0.0;
-      js["llc_misses"] = st.llc_misses;
-    }
-    stages.push_back(js);
-  }
-  j["stages"] = stages;
-  ordered_json threads = ordered_json::array();
-  for (const auto& t : r.thread_list)
-    threads.push_back({{"index", t.index}, {"busy_s", t.busy_s}, {"cpu_s", t.cpu_s}, {"idle_s", t.idle_s},
-                       {"invocations", t.invocations}});
-  j["thread_detail"] = threads;
-  j["counters"] = {{"available", r.counters}, {"note", r.counters_note}};
-  j["diagnosis"] = r.diagnosis;
-  return j.dump(2);
 }
 
 std::string Profiler::trace_json() const {

@@ -62,6 +62,7 @@ class Profiler::Impl {
   void lap(prof::ThreadRec& t, int next);        ///< end the current stage (if any), start `next` (-1: none)
   void leave(prof::ThreadRec& t);                ///< end the current stage and the invocation
   void drop(prof::ThreadRec& t);                 ///< forget the invocation (it had no batch)
+  void add_parts(prof::ThreadRec& t, const ForwardClock& clock);  ///< a model forward's parts
 
   ProfileOptions opt;
   ProfileResult result;
@@ -94,6 +95,11 @@ class StageTimer {
   }
   void stop() {
     if (t_) impl_->leave(*t_), t_ = nullptr;
+  }
+  bool on() const noexcept { return t_ != nullptr; }
+  /// A model forward's parts (ModelScratch::clock's seconds), added to this thread's.
+  void forward_parts(const ForwardClock& clock) {
+    if (t_) impl_->add_parts(*t_, clock);
   }
   /// The invocation found no batch (end of input): it is not counted.
   void drop() {

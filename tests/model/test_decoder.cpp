@@ -5,6 +5,7 @@
 // context metric within 1e-4 relative of NumPy's from transformers' maps; at every SIMD level.
 // Plus: grouping never changes a bit, GQA pairs, and every refusal names what is at fault.
 #include <catch2/catch.hpp>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
@@ -95,6 +96,46 @@ TEST_CASE("Decoder reports grouped or alone give the same bits, empty reports ar
   }
 }
 
+
+TEST_CASE("Decoder groups run in parallel: the same bits as one thread and as reports alone", "[decoder]") {
+  // 150 reports of 1, 5, 8 or 17 tokens (1153 tokens: three groups of about 512) in one call: the groups
+  // run as oneTBB tasks on 4 threads, on 1, and each report alone; every metric, map and hidden
+  // state the same bits.
+  for (const char* name : {"gpt2", "llama"}) {
+    const auto m = load_model(fixture(name));
+    const SafeTensors ref(fixture(name) / "reference.safetensors");
+    std::vector<std::uint32_t> all;
+    std::vector<std::uint64_t> off{0};
+    constexpr std::size_t kLengths[] = {1, 5, 8, 17};  // the fixture's recorded ids
+    for (std::size_t r = 0; r < 150; ++r) {
+      const auto ids = ref_ids(ref, kLengths[r % 4]);
+      all.insert(all.end(), ids.begin(), ids.end());
+      off.push_back(all.size());
+    }
+    REQUIRE(all.size() > 1024);  // at least three groups
+    const SimdLevel level = supported_levels().back();
+    Out four, one;
+    tbb::task_arena(4).execute([&] { four = run(*m, all, off, level); });
+    tbb::task_arena(1).execute([&] { one = run(*m, all, off, level); });
+    CHECK(four.all_hidden == one.all_hidden);
+    for (std::size_t l = 0; l < m->shape().layers; ++l) {
+      CHECK(four.hs[l] == one.hs[l]);
+      CHECK(four.ps[l] == one.ps[l]);
+      CHECK(four.ctx[l] == one.ctx[l]);
+      CHECK(four.maps[l] == one.maps[l]);
+    }
+    const std::size_t R = off.size() - 1, H = m->shape().heads;
+    for (std::size_t r : {std::size_t(0), std::size_t(77), R - 1}) {
+      const std::vector<std::uint32_t> ids(all.begin() + off[r], all.begin() + off[r + 1]);
+      const Out alone = run(*m, ids, {0, off[r + 1] - off[r]}, level);
+      for (std::size_t l = 0; l < m->shape().layers; ++l)
+        for (std::size_t i = 0; i < (H + 1) * kHeadStats; ++i) {
+          CAPTURE(name, r, l, i);
+          CHECK(four.hs[l][i * R + r] == alone.hs[l][i]);
+        }
+    }
+  }
+}
 
 TEST_CASE("Mistral: the sliding window masks each layer's keys as transformers does (17 tokens, window 8)",
           "[decoder]") {

@@ -1,6 +1,6 @@
 // --profile and --trace on `headsep run --model DIR` (run_model's own pipeline, the engine's
-// profiler): the model's stages (input or generation, token ids + axes, the BERT forward, the head
-// metrics, the serial merge), per-thread busy/idle, the diagnosis, the summary's "profile"
+// profiler): the model's stages (input or generation, token ids + axes, the model forward and its
+// parts, the head metrics, the serial merge), per-thread busy/idle, the diagnosis, the summary's "profile"
 // section and a Chrome trace covering every batch; without --profile no output byte changes (the
 // run's measured seconds aside). Few MiniLM reports (the suite runs under TSan too), no absolute
 // times asserted.
@@ -46,7 +46,7 @@ TEST_CASE("model --profile: the model's stages, threads and diagnosis, and no ou
   CHECK(plain.err.empty());
   CHECK(without_timing(plain.out) == without_timing(prof.out));
   CHECK_THAT(prof.out, Contains("mean attention entropy"));
-  CHECK_THAT(prof.err, Contains("BERT forward (") && Contains("head metrics") && Contains("generate (+ tokenize)") &&
+  CHECK_THAT(prof.err, Contains("model forward (") && Contains("  - products (weights)") && Contains("head metrics") && Contains("generate (+ tokenize)") &&
                            Contains("merge: scenario sums in batch order (serial)") && Contains("thread 0") &&
                            Contains("diagnosis: "));
 
@@ -93,6 +93,19 @@ TEST_CASE("model --profile: the model's stages, threads and diagnosis, and no ou
   CHECK(std::abs(stage_busy - thread_busy) <= 0.005 * thread_busy + 1e-3);
   CHECK(std::abs(stage_cpu - thread_cpu) <= 0.005 * thread_cpu + 1e-3);
   REQUIRE(p["diagnosis"].size() >= 1);
+  // The forward's parts tile it (clock reads inside the forward stage: a little less than it);
+  // an encoder runs no RoPE and no separate activation pass (GELU is fused into its product).
+  REQUIRE(p.contains("forward_parts_s"));
+  const json& parts = p["forward_parts_s"];
+  double part_sum = 0;
+  for (const auto& [name, sec] : parts.items()) part_sum += sec.get<double>();
+  const double forward_busy = by_kind["forward"]["busy_s"].get<double>();
+  CHECK(part_sum <= forward_busy * 1.001 + 1e-4);
+  CHECK(part_sum >= 0.9 * forward_busy);
+  CHECK(parts["products (weights)"].get<double>() > 0);
+  CHECK(parts["attention + head metrics"].get<double>() > 0);
+  CHECK(parts["RoPE + K copies"].get<double>() == 0);
+  CHECK(parts["activations (GELU, SiLU x up)"].get<double>() == 0);
 
   // The trace: Chrome trace-event JSON, every batch through the model's stages.
   const json t = json::parse(testutil::read_file(tmp.file("t.json")));
@@ -111,7 +124,7 @@ TEST_CASE("model --profile: the model's stages, threads and diagnosis, and no ou
                           "head metrics (sums, sketches, top)", "merge: scenario sums in batch order"})
       CHECK(stages_of[i].count(s));
     bool forward = false;
-    for (const auto& s : stages_of[i]) forward = forward || s.rfind("BERT forward (", 0) == 0;
+    for (const auto& s : stages_of[i]) forward = forward || s.rfind("model forward (", 0) == 0;
     CHECK(forward);
   }
 }
