@@ -81,7 +81,7 @@ TEST_CASE("pack_linear_bf16: every weight where bf16_panel_index says, rounded t
     }
 }
 
-TEST_CASE("round_f16: every f16 value back to itself; nearest even between them", "[kernels][bf16]") {
+TEST_CASE("round_f16: every f16 value back to itself, nearest even between them", "[kernels][bf16]") {
   std::size_t bad = 0;
   for (std::uint32_t h = 0; h < 0x10000; ++h) {
     const float v = f16_to_f32(static_cast<std::uint16_t>(h));

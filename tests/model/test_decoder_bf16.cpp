@@ -59,7 +59,7 @@ Errors errors_of(const SafeTensors& ref, std::size_t n, const ModelShape& c, Hid
 
 }  // namespace
 
-TEST_CASE("bf16 and f16 folders stay so unless --dtype f32; --dtype bf16 rounds an f32 folder", "[decoder][bf16]") {
+TEST_CASE("bf16 and f16 folders stay so unless --dtype f32, and --dtype bf16 rounds an f32 folder", "[decoder][bf16]") {
   const auto kept = load_model(fixture("llama-bf16"));
   const auto widened = load_model(fixture("llama-bf16"), WeightDType::f32);
   CHECK(kept->weight_memory().linear == "bf16");
