@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "headsep/attention.hpp"
@@ -62,6 +63,25 @@ struct DirectionAxes {
   const float* u = nullptr;
 };
 
+/// How load_model holds a model's nn.Linear weights (docs/MODEL.md, "Weight dtype"). Embeddings,
+/// norms and biases are f32 whatever it says.
+enum class WeightDType : std::uint8_t {
+  automatic,  ///< "auto": as the folder stores them: bf16 and f16 stay so; f32 and f64 become f32
+  f32,        ///< "f32": every one widened to f32 (exact for bf16 and f16)
+  bf16,       ///< "bf16": every one held as bf16 (an f32 weight rounded to nearest even)
+};
+std::string_view to_string(WeightDType t) noexcept;  ///< "auto", "f32", "bf16"
+/// "auto", "f32" or "bf16"; anything else is a UsageError naming them.
+WeightDType parse_weight_dtype(std::string_view name);
+
+/// What a loaded model's weights take in memory (`run --profile` prints it).
+struct WeightMemory {
+  std::uint64_t held = 0;  ///< bytes of weights in memory: packed products, embeddings, norms
+  std::uint64_t file = 0;  ///< bytes of the safetensors tensors they came from
+  std::string linear;      ///< the products' dtypes: "f32", "bf16", "f16", or several joined by '+'
+  std::uint64_t rss_loaded = 0, peak_loaded = 0;  ///< the process's resident set and its peak when loaded (0: unknown)
+};
+
 namespace model {
 class GroupPool;  // runtime/model/weights.hpp
 }
@@ -101,6 +121,9 @@ class Architecture {
   /// family's description, norms, positions, windows ... Empty: shape() says all.
   virtual std::vector<std::string> recognised() const { return {}; }
 
+  /// The weights' memory; {} (file = 0) where the architecture does not count it.
+  virtual WeightMemory weight_memory() const { return {}; }
+
  protected:
   std::shared_ptr<model::GroupPool> group_pool_;  ///< scratch of the groups run in parallel (model::run_groups)
 };
@@ -109,8 +132,9 @@ class Architecture {
 /// family's row (docs/MODEL.md's table); anything else is refused naming the file and the
 /// supported types. Weights
 /// from model.safetensors or the shards model.safetensors.index.json lists, f32/f16/bf16/f64
-/// converted to f32 (docs/MODEL.md). Every tensor is checked before anything runs.
-std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir);
+/// converted to f32 (docs/MODEL.md), a decoder's nn.Linear weights held as `dtype` says. Every
+/// tensor is checked before anything runs.
+std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir, WeightDType dtype = WeightDType::automatic);
 
 // ---- layers the architectures share (runtime/model/layers.cpp) ------------------------------
 

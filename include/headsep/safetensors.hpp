@@ -98,6 +98,11 @@ class SafeTensors {
   std::vector<float> read_f32(std::string_view name, const std::optional<ShapeSpec>& expected = std::nullopt,
                               NonFinite non_finite = NonFinite::reject) const;
 
+  /// Lets the kernel take back the mapping's pages under tensor `name` (madvise MADV_DONTNEED; the
+  /// file is unchanged and a later read maps them again): a loader that has copied a tensor out
+  /// calls it so that the resident set holds the copies, not the file as well.
+  /// [from, to): only those bytes of the tensor (a loader copying a large tensor in pieces).
+  void drop_pages(std::string_view name, std::uint64_t from = 0, std::uint64_t to = UINT64_MAX) const noexcept;
   /// An Error whose message is "FILE: tensor 'NAME': WHAT" (or "FILE: WHAT" for an empty name).
   Error error(std::string_view tensor, std::string_view what) const;
 

@@ -258,11 +258,14 @@ class Model:
         res.heads().query("layer == 3").groupby("head").entropy.mean()
     """
 
-    def __init__(self, path):
+    def __init__(self, path, dtype="auto"):
         if not isinstance(path, (str, _os.PathLike)):
             raise TypeError(f"model: expected a folder path, got {type(path).__name__}")
+        if dtype not in ("auto", "f32", "bf16"):
+            raise ValueError(f"model: dtype must be 'auto', 'f32' or 'bf16', got {dtype!r}")
         self.path = _os.fspath(path)
-        self._core = _headsep._load_model(self.path)
+        self.dtype = dtype
+        self._core = _headsep._load_model(self.path, dtype)
         self._info = None
 
     @property
@@ -270,7 +273,8 @@ class Model:
         """What the folder holds: ``name``, ``path``, ``family`` (config.json's model_type),
         ``layers``, ``heads``, ``kv_heads``, ``head_dim``, ``hidden``, ``vocab_size``,
         ``max_positions``, ``causal``, ``sliding_window``, ``dtype`` (the weights' stored element
-        types, e.g. "F32" or "BF16"; headsep computes in ``compute_dtype`` "f32"), ``tokenizer``
+        types, e.g. "F32" or "BF16"; ``compute_dtype``: the dtype the products' weights are held in,
+        "f32", "bf16" or "f16", activations and sums always f32), ``tokenizer``
         ("wordpiece", "bpe-byte-level", "bpe-byte-fallback", "unigram"), ``max_tokens`` (texts are cut there)
         and ``max_tokens_from`` (which file said so)."""
         if self._info is None:
@@ -489,10 +493,12 @@ def _surrogate(s: str):
         return e.start
 
 
-def model(path) -> Model:
+def model(path, dtype="auto") -> Model:
     """Loads a model folder (BERT, GPT-2, Llama family) once: ``m = headsep.model(path)``, then
-    ``m.run(texts)``, ``m.tokenize(texts)``, ``m.info`` (headsep.Model)."""
-    return Model(path)
+    ``m.run(texts)``, ``m.tokenize(texts)``, ``m.info`` (headsep.Model). ``dtype``: how a
+    decoder's weights are held and multiplied, as ``run --model --dtype``: "auto" (as stored: bf16
+    and f16 stay so), "f32" or "bf16" (docs/MODEL.md)."""
+    return Model(path, dtype)
 
 
 # headsep.attention: arrays in (NumPy / torch), python/headsep/_attention.py.

@@ -235,7 +235,9 @@ nb::dict model_info(const PyModel& m) {
     dtypes = "?";
   }
   d["dtype"] = dtypes;
-  d["compute_dtype"] = "f32";
+  // The products' weights (a bf16 decoder: "bf16"); activations and sums are f32 whatever it says.
+  const std::string linear = m.loaded.model->weight_memory().linear;
+  d["compute_dtype"] = linear.empty() ? "f32" : linear;
   d["tokenizer"] = std::string(t.tokenizer->kind());
   d["max_tokens"] = t.truncation.tokens;
   d["max_tokens_from"] = t.truncation.source;
@@ -284,18 +286,19 @@ void bind_model(nb::module_& m) {
            "Per text {ids, tokens, truncated}, as `headsep tokenize`.");
   m.def(
       "_load_model",
-      [](std::string path) {
+      [](std::string path, std::string dtype) {
         auto m = std::make_unique<PyModel>();
         {
           nb::gil_scoped_release unlocked;
-          m->loaded.model = load_model(path);  // every model error first (as run --model)
+          m->loaded.model = load_model(path, parse_weight_dtype(dtype));  // every model error first (as run --model)
           m->loaded.tokenizer = std::make_shared<ModelTokenizer>(ModelTokenizer::load(path));
           m->plugins = load_registry({});
         }
         m->path = std::move(path);
         return m;
       },
-      nb::arg("path"), "Loads a model folder's weights and tokenizer once (headsep.model).");
+      nb::arg("path"), nb::arg("dtype") = "auto",
+      "Loads a model folder's weights (a decoder's held as dtype: auto, f32 or bf16) and tokenizer once (headsep.model).");
   nb::class_<ModelRunResult> c(m, "ModelRunResult", "A finished model run (wrapped by headsep.Result).");
   def_rows(c);
   c.def("summary_json", [](const ModelRunResult& r) { return stamp_summary(r.summary->json(), "model", r.origin, 1); },

@@ -20,6 +20,7 @@
 #include "headsep/model_run.hpp"
 #include "headsep/output.hpp"
 #include "job/model_job.hpp"
+#include "profile/memory.hpp"
 
 namespace headsep::cli {
 
@@ -244,7 +245,10 @@ int model_cmd(const RunArgs& a) {
   outputs.commit();
   group.commit();
   if (!a.quiet) print_model_table(sum);
-  if (a.profile) std::fprintf(stderr, "%s", prof.profiler->table().c_str());
+  if (a.profile) {
+    std::fprintf(stderr, "%s", prof.profiler->table().c_str());
+    std::fprintf(stderr, "%s", prof::memory_line(model.weight_memory(), prof::peak_rss_bytes()).c_str());
+  }
   report_text_status(sum);
   report_axis_coverage(sum);
   return 0;

@@ -33,6 +33,10 @@ void add_job_options(CLI::App& command, RunArgs& a) {
 }
 
 void add_model_axes_options(CLI::App& command, RunArgs& a) {
+  command.add_option("--dtype", a.dtype,
+                     "--model: how a decoder's weights are held and multiplied: auto (as the folder stores them: bf16 "
+                     "and f16 stay so, f32 as f32), f32 (widened, the f32 kernel), bf16 (rounded to bf16); docs/MODEL.md")
+      ->capture_default_str();
   command.add_option("--semantic-axes", a.semantic_axes,
                      "--model: semantic axes from pole words, a JSON file {\"axis\": {\"plus\": [words], \"minus\": [words]}} "
                      "(value of a token: cos(its input embedding, mean plus - mean minus); docs/METRICS.md)");

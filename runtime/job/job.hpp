@@ -32,6 +32,7 @@ struct JobArgs {
   std::size_t chunk = 0;  // 0 = automatic (8192; attention schemes: by X's width)
   std::size_t max_report_mb = 2048;
   std::string model;  // --model DIR: a BERT encoder's heads are the heads (model_job.hpp)
+  std::string dtype = "auto";  // --dtype: how a decoder's nn.Linear weights are held (WeightDType)
   // A --model job's other axis sources (headsep/context_axes.hpp, docs/METRICS.md): files
   // (--semantic-axes, --direction-axes), the token classes (--token-axes: "all" or names), and
   // from Python the same as data (semantic_json: the file's JSON text; directions: the arrays).

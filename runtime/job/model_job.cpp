@@ -109,7 +109,8 @@ ModelJob open_model_job(const JobArgs& a, bool report, const std::function<Plugi
   // first; the default (own_text) once the scenario plugin is known.
   if (const std::string spec = feature_axes(a, false); !spec.empty()) parse_axes(spec);
   job.run = run_options(a);
-  job.model = loaded ? loaded->model : load_model(a.model);  // every model error before anything is opened or written
+  const WeightDType dtype = parse_weight_dtype(a.dtype);  // (a loaded model was loaded with its own)
+  job.model = loaded ? loaded->model : load_model(a.model, dtype);  // every model error before anything is opened or written
   PluginRegistry registry = load();
   const PluginInfo& sp = registry.require(a.scenario, PluginKind::scenario);
   std::vector<std::string> params = a.params;
@@ -165,6 +166,8 @@ RunProvenance model_provenance(const JobArgs& a, const ModelJob& job, unsigned r
   r.axis_sources = job.axis_sources;
   r.model_path = a.model;
   r.options = {{"top", std::to_string(a.top)}};
+  // The products' weights (f32, bf16, f16): --dtype as the model was loaded (encoders: f32).
+  if (const std::string d = job.model->weight_memory().linear; !d.empty()) r.options.emplace_back("dtype", d);
   r.execution.chunk = job.options.chunk_reports;
   r.execution.batch = r.execution.chunk;  // ModelRun runs the chunk as given
   return r;

@@ -143,6 +143,6 @@ struct DecoderSpec {
 DecoderSpec read_decoder_spec(const Family& f, const json& j, const std::string& file);
 
 /// The table-driven decoder (table_decoder.cpp).
-std::unique_ptr<Architecture> load_table_decoder(const std::filesystem::path& dir, DecoderSpec spec);
+std::unique_ptr<Architecture> load_table_decoder(const std::filesystem::path& dir, DecoderSpec spec, WeightDType dtype);
 
 }  // namespace headsep::model

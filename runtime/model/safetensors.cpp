@@ -340,6 +340,18 @@ std::span<const std::byte> SafeTensors::raw(std::string_view name) const {
   return {data_ + t.begin, static_cast<std::size_t>(t.end - t.begin)};
 }
 
+void SafeTensors::drop_pages(std::string_view name, std::uint64_t from, std::uint64_t to) const noexcept {
+  const TensorInfo* t = find(name);
+  if (!t || from >= to || from >= t->end - t->begin) return;
+  const std::uint64_t b = t->begin + from, e = to < t->end - t->begin ? t->begin + to : t->end;
+  // Whole pages only: madvise wants a page-aligned start; a page shared with a neighbour is dropped
+  // too (it faults back in if the neighbour is read later).
+  static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto first = reinterpret_cast<std::uintptr_t>(data_ + b) / page * page;
+  const auto last = reinterpret_cast<std::uintptr_t>(data_ + e);
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 std::vector<float> SafeTensors::read_f32(std::string_view name, const std::optional<ShapeSpec>& expected,
                                          NonFinite non_finite) const {
   const TensorInfo& t = at(name);

@@ -6,20 +6,33 @@
 // with a null norm the identity, mlp = down(act(gate) · up) or proj(act(fc)). GPT-2, Llama,
 // Mistral and Qwen2 run this with the same products and steps their own files had.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <mutex>
 
 #include "headsep/error.hpp"
+#include "headsep/safetensors.hpp"  // f16_to_f32
 #include "kernels/attention_simd.hpp"
+#include "kernels/packed_linear.hpp"
 #include "model/family.hpp"
+#include "profile/memory.hpp"
 
 namespace headsep::model {
 namespace {
 
 class TableDecoder final : public Decoder {
  public:
-  TableDecoder(const std::filesystem::path& dir, DecoderSpec spec);
+  TableDecoder(const std::filesystem::path& dir, DecoderSpec spec, WeightDType dtype);
   std::vector<std::string> recognised() const override { return spec_.notes; }
-  const float* input_embeddings() const noexcept override { return embed_.data(); }
+  WeightMemory weight_memory() const override { return memory_; }
+  /// (A bf16/f16 table is widened here, once, when first asked: only the semantic axes read it.)
+  const float* input_embeddings() const noexcept override {
+    if (!embed16_.empty()) std::call_once(widen_once_, [this] {
+      embed_.resize(embed16_.size());
+      widen_row(embed16_.data(), embed16_.size(), embed_.data());
+    });
+    return embed_.data();
+  }
 
  private:
   struct Norm {
@@ -29,9 +42,9 @@ class TableDecoder final : public Decoder {
   struct Layer {
     Norm attn_in, attn_out, mlp_in, mlp_out;
     std::vector<float> q_norm, k_norm;  // per head [dh], or the full width ([H·dh], [KV·dh])
-    std::shared_ptr<const float> qkv, out, up, down;  // up: [gate | up] when gated
-    std::shared_ptr<const float> router;               // routed experts: [experts] logits
-    std::vector<std::shared_ptr<const float>> expert_up, expert_down;
+    kernels::PackedLinear qkv, out, up, down;  // up: [gate | up] when gated
+    kernels::PackedLinear router;              // routed experts: [experts] logits
+    std::vector<kernels::PackedLinear> expert_up, expert_down;
   };
   void embed(const Group& g, float* x, ModelScratch& s) const override;
   void project(const Group& g, std::size_t l, const float* x, ModelScratch& s) const override;
@@ -43,7 +56,7 @@ class TableDecoder final : public Decoder {
                                      : (spec_.family->gated ? 3 : 2) * D * I;
     return D * (Q + 2 * double(kv_width())) + Q * D + mlp;
   }
-  void load(const FolderWeights& w);
+  void load(const FolderWeights& w, WeightDType dtype);
   void norm(SimdLevel level, const Norm& n, const float* in, float* out, std::size_t rows) const;
   void mlp(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const;
   void experts(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const;
@@ -52,33 +65,72 @@ class TableDecoder final : public Decoder {
   void copy_kv_heads(float* qkv, std::size_t T) const;
 
   DecoderSpec spec_;
-  std::vector<float> embed_, positions_;
+  mutable std::vector<float> embed_;  // f32 table, or (bf16 held) input_embeddings()'s widened copy
+  std::vector<std::uint16_t> embed16_;  // the table as bf16 or f16 (embed_type_), as the products are held
+  kernels::WeightType embed_type_ = kernels::WeightType::f32;
+  void widen_row(const std::uint16_t* in, std::size_t n, float* out) const noexcept {
+    if (embed_type_ == kernels::WeightType::f16)
+      for (std::size_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);
+    else
+      for (std::size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(std::uint32_t(in[i]) << 16);
+  }
+  mutable std::once_flag widen_once_;
+  std::vector<float> positions_;
   Norm final_;
   std::vector<Layer> layers_;
+  WeightMemory memory_;
 };
 
-TableDecoder::TableDecoder(const std::filesystem::path& dir, DecoderSpec spec) : spec_(std::move(spec)) {
+TableDecoder::TableDecoder(const std::filesystem::path& dir, DecoderSpec spec, WeightDType dtype) : spec_(std::move(spec)) {
   shape_ = spec_.shape;
   intermediate_ = spec_.intermediate;
   name_ = folder_name(dir);
-  load(FolderWeights(dir));
+  const FolderWeights w(dir);
+  load(w, dtype);
   set_heads();
+  memory_.file = w.data_bytes();
+  bool types[3] = {};  // f32, bf16, f16 (WeightType's order)
+  auto count = [&](const kernels::PackedLinear& p) {
+    memory_.held += p.bytes();
+    types[static_cast<int>(p.type)] = true;
+  };
+  for (const Layer& L : layers_) {
+    for (const auto* p : {&L.qkv, &L.out, &L.up, &L.down, &L.router})
+      if (*p) count(*p);
+    for (const auto& p : L.expert_up) count(p);
+    for (const auto& p : L.expert_down) count(p);
+    for (const auto* n : {&L.attn_in, &L.attn_out, &L.mlp_in, &L.mlp_out})
+      memory_.held += (n->g.size() + n->b.size()) * sizeof(float);
+    memory_.held += (L.q_norm.size() + L.k_norm.size()) * sizeof(float);
+  }
+  memory_.held += (embed_.size() + positions_.size() + final_.g.size() + final_.b.size()) * sizeof(float) +
+                  embed16_.size() * sizeof(std::uint16_t);
+  for (int t = 0; t < 3; ++t)
+    if (types[t]) memory_.linear += (memory_.linear.empty() ? "" : "+") + std::string(t == 0 ? "f32" : t == 1 ? "bf16" : "f16");
+  memory_.rss_loaded = prof::rss_bytes(), memory_.peak_loaded = prof::peak_rss_bytes();
 }
 
 /// The tensors of one folder through the family's names.
 class Reader {
  public:
-  Reader(const FolderWeights& w, const Family& f) : w_(w), f_(f) {
+  Reader(const FolderWeights& w, const Family& f, WeightDType dtype) : w_(w), f_(f), dtype_(dtype) {
     const std::string e = std::string(f.embed) + ".weight";
     prefix_ = !w.contains(f.prefix + e) && w.contains(e) ? "" : f.prefix;  // a base model's save has none
   }
   std::vector<float> read(const std::string& name, std::vector<std::uint64_t> dims, const std::string& formula) const {
     return w_.read(prefix_ + name, std::move(dims), formula);
   }
+  /// How a table (the embeddings) is held: as a product of it alone would be.
+  kernels::WeightType table_type(const std::string& name) const { return choose(w_.dtype(prefix_ + name), false); }
+  std::vector<std::uint16_t> read_16(const std::string& name, std::vector<std::uint64_t> dims, const std::string& formula,
+                                     kernels::WeightType type) const {
+    return w_.read_16(prefix_ + name, std::move(dims), formula, type == kernels::WeightType::f16 ? DType::F16 : DType::BF16);
+  }
   /// nn.Linear `name` as [out][in] (Conv1D's [in][out] transposed); its bias when `bias`.
   std::vector<float> linear(const std::string& name, std::uint64_t out, std::uint64_t in, const std::string& formula,
                             bool bias, std::vector<float>* b) const {
     std::vector<float> w;
+    note(w_.dtype(prefix_ + name + ".weight"));
     if (f_.qkv_layout == QkvLayout::conv1d) {
       const auto t = read(name + ".weight", {in, out}, "[" + formula + "]ᵀ");
       w.resize(t.size());
@@ -90,11 +142,38 @@ class Reader {
     if (bias && b) *b = read(name + ".bias", {out}, "[" + formula.substr(0, formula.find(',')) + "]");
     return w;
   }
+  /// How to hold the product of nn.Linear weights `names` (before reading them).
+  kernels::WeightType type_of(std::initializer_list<std::string> names) const {
+    DType common = w_.dtype(prefix_ + *names.begin() + ".weight");
+    bool mixed = false;
+    for (const auto& n : names) mixed = mixed || w_.dtype(prefix_ + n + ".weight") != common;
+    return choose(common, mixed);
+  }
+  /// How to hold the product of the weights linear() read since the last call: auto keeps bf16
+  /// when all of them were BF16 in the folder, else f32.
+  kernels::WeightType take_type() const {
+    const kernels::WeightType t = choose(common_, mixed_);
+    seen_ = mixed_ = false;
+    return t;
+  }
 
  private:
   const FolderWeights& w_;
   const Family& f_;
+  WeightDType dtype_;
   std::string prefix_;
+  mutable DType common_ = DType::F32;  // the dtype of the weights linear() read since take_type()
+  mutable bool seen_ = false, mixed_ = false;
+  void note(DType d) const {
+    if (seen_ && d != common_) mixed_ = true;
+    common_ = seen_ ? common_ : d, seen_ = true;
+  }
+  /// --dtype bf16: bf16; f32: f32; auto: a product whose every tensor is BF16 (F16) in bf16 (f16).
+  kernels::WeightType choose(DType common, bool mixed) const {
+    if (dtype_ != WeightDType::automatic) return dtype_ == WeightDType::bf16 ? kernels::WeightType::bf16 : kernels::WeightType::f32;
+    if (mixed) return kernels::WeightType::f32;
+    return common == DType::BF16 ? kernels::WeightType::bf16 : common == DType::F16 ? kernels::WeightType::f16 : kernels::WeightType::f32;
+  }
 };
 
 /// Rows [first, first + n) of a [rows][in] matrix (and of its bias, when there is one).
@@ -105,10 +184,10 @@ void take_rows(const std::vector<float>& w, const std::vector<float>& b, std::si
   else bo.insert(bo.end(), n, 0.0f);
 }
 
-void TableDecoder::load(const FolderWeights& fw) {
+void TableDecoder::load(const FolderWeights& fw, WeightDType dtype) {
   const Family& f = *spec_.family;
   const ModelShape& c = shape_;
-  const Reader r(fw, f);
+  const Reader r(fw, f, dtype);
   const std::uint64_t D = c.hidden, I = intermediate_, dh = c.head_dim, H = c.heads, Q = H * dh, KV = kv_width();
   const std::string hid = f.hidden, inter = f.intermediate ? f.intermediate : "intermediate",
                     qw = std::string(f.heads) + "*head_dim", kvw = std::string(f.kv_heads ? f.kv_heads : f.heads) + "*head_dim";
@@ -121,7 +200,11 @@ void TableDecoder::load(const FolderWeights& fw) {
       for (float& v : out.g) v = 1.0f + v;  // as Gemma's 1.0 + weight.float(), in f32
     return out;
   };
-  embed_ = r.read(std::string(f.embed) + ".weight", {c.vocab_size, D}, "[vocab_size, " + hid + "]");
+  // The table in the products' dtype (a bf16 folder's: its bytes as they are, no f32 copy).
+  const std::string emb = std::string(f.embed) + ".weight", emb_formula = "[vocab_size, " + hid + "]";
+  embed_type_ = r.table_type(emb);
+  if (embed_type_ != kernels::WeightType::f32) embed16_ = r.read_16(emb, {c.vocab_size, D}, emb_formula, embed_type_);
+  else embed_ = r.read(emb, {c.vocab_size, D}, emb_formula);
   if (f.learned_positions)
     positions_ = r.read(std::string(f.learned_positions) + ".weight", {c.max_positions, D}, "[" + std::string(f.positions) + ", " + hid + "]");
   final_ = read_norm(f.final_norm, D, "[" + hid + "]");
@@ -155,33 +238,56 @@ void TableDecoder::load(const FolderWeights& fw) {
     bqkv.insert(bqkv.end(), bk.begin(), bk.end());
     wqkv.insert(wqkv.end(), wv.begin(), wv.end());
     bqkv.insert(bqkv.end(), bv.begin(), bv.end());
-    L.qkv = pack_linear(wqkv, bqkv, Q + 2 * KV, D);
+    wq.clear(), wk.clear(), wv.clear(), wq.shrink_to_fit(), wk.shrink_to_fit(), wv.shrink_to_fit();
+    L.qkv = pack_linear(wqkv, bqkv, Q + 2 * KV, D, r.take_type());
+    wqkv = {};
+    // (Each matrix read into a variable before take_type(): argument order is unspecified.)
     std::vector<float> bo, bu, bd;
-    L.out = pack_linear(r.linear(p + f.o, D, Q, hid + ", " + qw, spec_.o_bias, &bo), bo, D, Q);
+    const auto wo = r.linear(p + f.o, D, Q, hid + ", " + qw, spec_.o_bias, &bo);
+    L.out = pack_linear(wo, bo, D, Q, r.take_type());
     if (f.moe_router) {
       L.router = pack_linear(r.read(p + f.moe_router + ".weight", {spec_.experts, D}, "[num_local_experts, " + hid + "]"),
-                             {}, spec_.experts, D);
+                             {}, spec_.experts, D, kernels::WeightType::f32);  // (tiny: the logits stay f32)
       for (std::uint32_t e = 0; e < spec_.experts; ++e) {
         const std::string x = p + f.moe_experts + std::to_string(e);
         auto gu = r.linear(x + ".w1", I, D, inter + ", " + hid, false, nullptr);
         const auto up = r.linear(x + ".w3", I, D, inter + ", " + hid, false, nullptr);
         gu.insert(gu.end(), up.begin(), up.end());
-        L.expert_up.push_back(pack_linear(gu, {}, 2 * I, D));
-        L.expert_down.push_back(pack_linear(r.linear(x + ".w2", D, I, hid + ", " + inter, false, nullptr), {}, D, I));
+        L.expert_up.push_back(pack_linear(gu, {}, 2 * I, D, r.take_type()));
+        const auto down = r.linear(x + ".w2", D, I, hid + ", " + inter, false, nullptr);
+        L.expert_down.push_back(pack_linear(down, {}, D, I, r.take_type()));
       }
     } else if (!f.gated) {
-      L.up = pack_linear(r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu), bu, I, D);
+      const auto up = r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu);
+      L.up = pack_linear(up, bu, I, D, r.take_type());
     } else if (f.gate_up) {
-      L.up = pack_linear(r.linear(p + f.gate_up, 2 * I, D, "2*" + inter + ", " + hid, spec_.mlp_bias, &bu), bu, 2 * I, D);
+      const auto gu = r.linear(p + f.gate_up, 2 * I, D, "2*" + inter + ", " + hid, spec_.mlp_bias, &bu);
+      L.up = pack_linear(gu, bu, 2 * I, D, r.take_type());
+    } else if (const auto t = r.type_of({p + f.gate, p + f.up}); t != kernels::WeightType::f32) {
+      // [gate | up] packed half by half: no f32 copy of both (the load's largest transient).
+      std::vector<float> bg;
+      L.up = kernels::alloc_linear_bf16(2 * I, D, t);
+      {
+        const auto gate = r.linear(p + f.gate, I, D, inter + ", " + hid, spec_.mlp_bias, &bg);
+        kernels::pack_rows_bf16(L.up, gate.data(), bg.empty() ? nullptr : bg.data(), 0, I);
+      }
+      const auto up = r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu);
+      kernels::pack_rows_bf16(L.up, up.data(), bu.empty() ? nullptr : bu.data(), I, I);
+      r.take_type();
     } else {
       std::vector<float> bg;
       auto gu = r.linear(p + f.gate, I, D, inter + ", " + hid, spec_.mlp_bias, &bg);
-      const auto up = r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu);
-      gu.insert(gu.end(), up.begin(), up.end());
+      {
+        const auto up = r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu);
+        gu.insert(gu.end(), up.begin(), up.end());
+      }
       bg.insert(bg.end(), bu.begin(), bu.end());
-      L.up = pack_linear(gu, bg, 2 * I, D);
+      L.up = pack_linear(gu, bg, 2 * I, D, r.take_type());
     }
-    if (f.down) L.down = pack_linear(r.linear(p + f.down, D, I, hid + ", " + inter, spec_.mlp_bias, &bd), bd, D, I);
+    if (f.down) {
+      const auto down = r.linear(p + f.down, D, I, hid + ", " + inter, spec_.mlp_bias, &bd);
+      L.down = pack_linear(down, bd, D, I, r.take_type());
+    }
     L.attn_in = read_norm(f.attn_in_norm ? (p + f.attn_in_norm).c_str() : nullptr, D, "[" + hid + "]");
     L.attn_out = read_norm(f.attn_out_norm ? (p + f.attn_out_norm).c_str() : nullptr, D, "[" + hid + "]");
     L.mlp_in = read_norm(f.mlp_in_norm ? (p + f.mlp_in_norm).c_str() : nullptr, D, "[" + hid + "]");
@@ -215,14 +321,17 @@ void TableDecoder::embed(const Group& g, float* x, ModelScratch& s) const {
   for (std::size_t r = g.r0; r < g.r1; ++r)
     for (std::uint64_t t = g.token_offset[r]; t < g.token_offset[r + 1]; ++t) {
       float* row = x + (t - t0) * D;
-      const float* e = embed_.data() + std::size_t(g.ids[t]) * D;
+      const float* e = row;
+      if (embed16_.empty()) e = embed_.data() + std::size_t(g.ids[t]) * D;
+      else
+        widen_row(embed16_.data() + std::size_t(g.ids[t]) * D, D, row);
       const std::size_t pos = t - g.token_offset[r];
       if (!positions_.empty()) {
         const float* p = positions_.data() + pos * D;
         for (std::size_t i = 0; i < D; ++i) row[i] = e[i] + p[i];
       } else if (scale != 1.0f) {
         for (std::size_t i = 0; i < D; ++i) row[i] = e[i] * scale;
-      } else {
+      } else if (e != row) {
         std::copy(e, e + D, row);
       }
       for (std::size_t k = 0; k < tables; ++k) {
@@ -302,7 +411,7 @@ void TableDecoder::project(const Group& g, std::size_t l, const float* x, ModelS
     in = s.h1.data();
   }
   s.clock.to(ForwardPart::products);
-  kernels::project_rows(g.level, in, D, T, D, L.qkv.get(), std::size_t(shape_.heads) * dh + 2 * kv_width(),
+  kernels::project_rows(g.level, in, D, T, D, L.qkv, std::size_t(shape_.heads) * dh + 2 * kv_width(),
                         s.qkv.data(), ld);
   s.clock.to(ForwardPart::norm);
   if (!L.q_norm.empty()) qk_norms(L, s.qkv.data(), T);
@@ -322,7 +431,7 @@ void TableDecoder::experts(const Group& g, const Layer& L, const float* in, floa
   const std::size_t D = shape_.hidden, I = intermediate_, T = g.T, E = spec_.experts, K = spec_.experts_per_token;
   s.clock.to(ForwardPart::products);  // (the routing and its copies too)
   std::vector<float> logits(T * E), xin(in, in + T * D), rows, ys;
-  kernels::project_rows(g.level, xin.data(), D, T, D, L.router.get(), E, logits.data(), E);
+  kernels::project_rows(g.level, xin.data(), D, T, D, L.router, E, logits.data(), E);
   std::vector<std::vector<std::pair<std::size_t, float>>> routed(E);  // per expert: (token, weight)
   std::vector<std::size_t> order(E);
   for (std::size_t t = 0; t < T; ++t) {
@@ -346,12 +455,12 @@ void TableDecoder::experts(const Group& g, const Layer& L, const float* in, floa
     for (std::size_t i = 0; i < n; ++i) std::copy_n(xin.data() + routed[e][i].first * D, D, rows.data() + i * D);
     s.inter.resize(n * 3 * I);
     float* gu = s.inter.data() + n * I;
-    kernels::project_rows(g.level, rows.data(), D, n, D, L.expert_up[e].get(), 2 * I, gu, 2 * I);
+    kernels::project_rows(g.level, rows.data(), D, n, D, L.expert_up[e], 2 * I, gu, 2 * I);
     s.clock.to(ForwardPart::activation);
     swiglu_rows(gu, s.inter.data(), n, I);
     s.clock.to(ForwardPart::products);
     ys.resize(n * D);
-    kernels::project_rows(g.level, s.inter.data(), I, n, I, L.expert_down[e].get(), D, ys.data(), D);
+    kernels::project_rows(g.level, s.inter.data(), I, n, I, L.expert_down[e], D, ys.data(), D);
     for (std::size_t i = 0; i < n; ++i) {
       float* o = out + routed[e][i].first * D;
       for (std::size_t d = 0; d < D; ++d) o[d] += ys[i * D + d] * routed[e][i].second;
@@ -365,20 +474,20 @@ void TableDecoder::mlp(const Group& g, const Layer& L, const float* in, float* o
   s.clock.to(ForwardPart::products);
   if (!spec_.family->gated) {
     s.inter.resize(T * I);
-    kernels::project_rows(g.level, in, D, T, D, L.up.get(), I, s.inter.data(), I);
+    kernels::project_rows(g.level, in, D, T, D, L.up, I, s.inter.data(), I);
     s.clock.to(ForwardPart::activation);
     if (spec_.act == Activation::gelu_tanh) gelu_tanh_inplace(s.inter.data(), T * I);
     else gelu_inplace(s.inter.data(), T * I);  // (SiLU without a gate is refused at load)
   } else {
     s.inter.resize(T * 3 * I);
     float* gu = s.inter.data() + T * I;
-    kernels::project_rows(g.level, in, D, T, D, L.up.get(), 2 * I, gu, 2 * I);
+    kernels::project_rows(g.level, in, D, T, D, L.up, 2 * I, gu, 2 * I);
     s.clock.to(ForwardPart::activation);
     if (spec_.act == Activation::silu) swiglu_rows(gu, s.inter.data(), T, I);
     else geglu_rows(spec_.act == Activation::gelu_tanh, gu, s.inter.data(), T, I);
   }
   s.clock.to(ForwardPart::products);
-  kernels::project_rows(g.level, s.inter.data(), I, T, I, L.down.get(), D, out, D);
+  kernels::project_rows(g.level, s.inter.data(), I, T, I, L.down, D, out, D);
 }
 
 void TableDecoder::finish_layer(const Group& g, std::size_t l, float* x, ModelScratch& s) const {
@@ -389,7 +498,7 @@ void TableDecoder::finish_layer(const Group& g, std::size_t l, float* x, ModelSc
   float* a = s.h1.data();
   float* m = s.h2.data();
   s.clock.to(ForwardPart::products);
-  kernels::project_rows(g.level, s.ctx.data(), Q, T, Q, L.out.get(), D, a, D);
+  kernels::project_rows(g.level, s.ctx.data(), Q, T, Q, L.out, D, a, D);
   s.clock.to(ForwardPart::norm);
   if (L.attn_out.on()) norm(g.level, L.attn_out, a, a, T);
   if (spec_.parallel) {  // GPT-NeoX: mlp_output + attn_output + hidden_states
@@ -412,8 +521,8 @@ void TableDecoder::finish_layer(const Group& g, std::size_t l, float* x, ModelSc
 
 }  // namespace
 
-std::unique_ptr<Architecture> load_table_decoder(const std::filesystem::path& dir, DecoderSpec spec) {
-  return std::make_unique<TableDecoder>(dir, std::move(spec));
+std::unique_ptr<Architecture> load_table_decoder(const std::filesystem::path& dir, DecoderSpec spec, WeightDType dtype) {
+  return std::make_unique<TableDecoder>(dir, std::move(spec), dtype);
 }
 
 }  // namespace headsep::model

@@ -2,6 +2,7 @@
 // files, the panel kernel's packing; and load_model, which picks the architecture by model_type.
 #include "model/weights.hpp"
 
+#include <bit>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -97,6 +98,15 @@ std::shared_ptr<const float> pack_linear(const std::vector<float>& w, const std:
   return kernels::pack_panels(t.data(), in, out, b.empty() ? nullptr : b.data());
 }
 
+kernels::PackedLinear pack_linear(const std::vector<float>& w, const std::vector<float>& b, std::size_t out,
+                                  std::size_t in, kernels::WeightType type) {
+  const float* bias = b.empty() ? nullptr : b.data();
+  if (type == kernels::WeightType::f32) return kernels::pack_linear_f32(w.data(), bias, out, in);
+  kernels::PackedLinear p = kernels::alloc_linear_bf16(out, in, type);
+  kernels::pack_rows_bf16(p, w.data(), bias, 0, out);
+  return p;
+}
+
 FolderWeights::FolderWeights(const std::filesystem::path& dir) {
   const auto single = dir / "model.safetensors", index = dir / "model.safetensors.index.json";
   if (std::filesystem::exists(single) || !std::filesystem::exists(index)) {
@@ -125,20 +135,76 @@ bool FolderWeights::contains(const std::string& name) const {
   return index_.empty() ? files_[0].contains(name) : where_.count(name) > 0;
 }
 
+const SafeTensors& FolderWeights::file_of(const std::string& name) const {
+  if (index_.empty()) return files_[0];
+  const auto it = where_.find(name);
+  if (it == where_.end()) throw Error(index_ + ": tensor '" + name + "': missing (in no shard)");
+  return files_[it->second];
+}
+
 std::vector<float> FolderWeights::read(const std::string& name, std::vector<std::uint64_t> dims,
                                        const std::string& formula) const {
-  std::size_t f = 0;
-  if (!index_.empty()) {
-    const auto it = where_.find(name);
-    if (it == where_.end()) throw Error(index_ + ": tensor '" + name + "': missing (in no shard)");
-    f = it->second;
+  const SafeTensors& f = file_of(name);
+  auto v = f.read_f32(name, ShapeSpec{std::move(dims), formula});
+  f.drop_pages(name);
+  return v;
+}
+
+std::vector<std::uint16_t> FolderWeights::read_16(const std::string& name, std::vector<std::uint64_t> dims,
+                                                  const std::string& formula, DType as) const {
+  const SafeTensors& f = file_of(name);
+  const TensorInfo& t = f.at(name);
+  std::vector<std::uint16_t> out;
+  const bool f16 = as == DType::F16;
+  if (t.dtype != as || t.shape != dims) {  // (a wrong shape: read's message)
+    const auto v = read(name, std::move(dims), formula);
+    out.resize(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      out[i] = f16 ? kernels::round_f16(v[i]) : kernels::round_bf16(std::bit_cast<std::uint32_t>(v[i]));
+    return out;
   }
-  return files_[f].read_f32(name, ShapeSpec{std::move(dims), formula});
+  const std::uint16_t exp = f16 ? 0x7c00u : 0x7f80u;  // all ones: inf or NaN
+  const auto raw = f.raw(name);
+  out.resize(raw.size() / 2);
+  // Pages given back every 64 MiB: the table and its mapping are never both resident whole.
+  constexpr std::size_t kStep = std::size_t(32) << 20;  // elements
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (i % kStep == 0 && i) f.drop_pages(name, 0, 2 * i);
+    out[i] = static_cast<std::uint16_t>(std::to_integer<unsigned>(raw[2 * i]) | std::to_integer<unsigned>(raw[2 * i + 1]) << 8);
+    if ((out[i] & exp) == exp)
+      throw f.error(name, "element " + std::to_string(i) + " is " + ((out[i] & 0x7fffu & ~exp) ? "NaN" : out[i] & 0x8000u ? "-inf" : "inf") +
+                              " (weights must be finite)");
+  }
+  f.drop_pages(name);
+  return out;
+}
+
+DType FolderWeights::dtype(const std::string& name) const { return file_of(name).at(name).dtype; }
+
+std::uint64_t FolderWeights::data_bytes() const noexcept {
+  std::uint64_t n = 0;
+  for (const auto& f : files_) n += f.data_size();
+  return n;
 }
 
 }  // namespace model
 
-std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir) {
+std::string_view to_string(WeightDType t) noexcept {
+  switch (t) {
+    case WeightDType::automatic: return "auto";
+    case WeightDType::f32: return "f32";
+    case WeightDType::bf16: return "bf16";
+  }
+  return "?";
+}
+
+WeightDType parse_weight_dtype(std::string_view name) {
+  for (auto t : {WeightDType::automatic, WeightDType::f32, WeightDType::bf16})
+    if (name == to_string(t)) return t;
+  throw UsageError("unknown weight dtype '" + std::string(name) + "' (expected auto, f32 or bf16)");
+}
+
+std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir, WeightDType dtype) {
   std::string file;
   const model::json j = model::read_config(dir, file);
   const std::string type = model::json_str(j, "model_type", file, "");
@@ -147,8 +213,12 @@ std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir) {
                 model::json_str(j["quantization_config"], "quant_method", file, "?") +
                 "): headsep reads f32, f16 and bf16 weights");
   if (const model::Family* f = model::find_family(type))
-    return model::load_table_decoder(dir, model::read_decoder_spec(*f, j, file));
-  if (type.empty() || is_encoder_model_type(type)) return std::make_unique<BertModel>(BertModel::load(dir));
+    return model::load_table_decoder(dir, model::read_decoder_spec(*f, j, file), dtype);
+  if (type.empty() || is_encoder_model_type(type)) {
+    if (dtype == WeightDType::bf16)
+      throw UsageError(file + ": --dtype bf16 is for decoders; an encoder (model_type '" + type + "') holds f32 weights");
+    return std::make_unique<BertModel>(BertModel::load(dir));
+  }
   std::string known = "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\"";
   for (const model::Family& f : model::families()) known += std::string(", \"") + f.model_type + "\"";
   throw Error(file + ": unsupported architecture (model_type '" + type + "'): headsep runs " + known);

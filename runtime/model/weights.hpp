@@ -19,6 +19,7 @@
 
 #include "headsep/architecture.hpp"
 #include "headsep/safetensors.hpp"
+#include "kernels/packed_linear.hpp"
 #include "support/json_input.hpp"  // json_brief: a config value in a message
 
 namespace headsep::model {
@@ -47,6 +48,10 @@ std::string folder_name(const std::filesystem::path& dir);
 /// B[i][o] = W[o][i]: nn.Linear's [out][in] as the panel kernel's input-major B, packed with its bias.
 std::shared_ptr<const float> pack_linear(const std::vector<float>& w, const std::vector<float>& b, std::size_t out,
                                          std::size_t in);
+/// The same held in `type` (kernels/packed_linear.hpp: bf16 rounds to nearest even, exact for
+/// weights read from bf16).
+kernels::PackedLinear pack_linear(const std::vector<float>& w, const std::vector<float>& b, std::size_t out,
+                                  std::size_t in, kernels::WeightType type);
 
 /// A folder's weights: DIR/model.safetensors, or (when it is absent) every shard that
 /// DIR/model.safetensors.index.json's weight_map names, each tensor read from the shard the index
@@ -56,12 +61,24 @@ class FolderWeights {
  public:
   explicit FolderWeights(const std::filesystem::path& dir);
   bool contains(const std::string& name) const;
+  /// The tensor as f32 (shape checked). Its pages of the mapping are given back once copied
+  /// (SafeTensors::drop_pages): the resident set holds what the model keeps, not the files.
   std::vector<float> read(const std::string& name, std::vector<std::uint64_t> dims, const std::string& formula) const;
+  /// The tensor as `as` (BF16 or F16; shape checked, every value finite): a tensor of that dtype's
+  /// bits as they are, another read as f32 and rounded to nearest even. Its pages are given back
+  /// as read()'s.
+  std::vector<std::uint16_t> read_16(const std::string& name, std::vector<std::uint64_t> dims,
+                                     const std::string& formula, DType as) const;
+  /// The tensor's dtype in its file (Error naming the file when it is missing).
+  DType dtype(const std::string& name) const;
+  /// Bytes of the data sections of every file (the weights as stored).
+  std::uint64_t data_bytes() const noexcept;
 
  private:
   std::vector<SafeTensors> files_;
   std::map<std::string, std::size_t, std::less<>> where_;  // tensor -> file (sharded folders)
   std::string index_;                                      // the index file, for messages ("" = one file)
+  const SafeTensors& file_of(const std::string& name) const;
 };
 
 // ---- the forward passes' shared steps (layers.cpp) ----

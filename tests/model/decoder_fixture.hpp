@@ -70,8 +70,10 @@ inline std::vector<std::uint32_t> ref_ids(const SafeTensors& ref, std::size_t n)
 inline bool close_rel(double got, double want, double rel) { return std::abs(got - want) <= rel * std::abs(want) + 1e-7; }
 
 /// Every length of the fixture (the ones the model runs), each alone and all in one call.
-inline void check_fixture(const std::string& name, std::size_t max_len = 17) {
-  const auto m = load_model(fixture(name));
+/// `dtype`: how the weights are held (a bf16 folder's products at AVX-512 with vdpbf16ps round X
+/// to bf16: test_decoder_bf16.cpp holds those to their own tolerance; switch it off to run this).
+inline void check_fixture(const std::string& name, std::size_t max_len = 17, WeightDType dtype = WeightDType::automatic) {
+  const auto m = load_model(fixture(name), dtype);
   const SafeTensors ref(fixture(name) / "reference.safetensors");
   const ModelShape& c = m->shape();
   const std::size_t H = c.heads, P = H * (H - 1) / 2, D = c.hidden, L = c.layers;

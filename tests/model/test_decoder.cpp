@@ -20,6 +20,7 @@
 #include "headsep/architecture.hpp"
 #include "headsep/error.hpp"
 #include "headsep/safetensors.hpp"
+#include "kernels/packed_linear.hpp"
 #include "model/decoder_fixture.hpp"
 #include "test_util.hpp"
 
@@ -54,7 +55,12 @@ TEST_CASE("Llama with grouped-query attention matches transformers", "[decoder]"
 }
 
 TEST_CASE("bf16 weights, sharded folders, llama3 rotary scaling, Qwen2 biases", "[decoder]") {
+  // bf16 held as bf16 and widened per k-pair (every level; vdpbf16ps off: test_decoder_bf16.cpp),
+  // and widened to f32 at load: both the f32 kernel's bits, within 1e-4 of transformers in f32.
+  kernels::set_bf16_dot(false);
   check_fixture("llama-bf16");
+  kernels::set_bf16_dot(true);
+  check_fixture("llama-bf16", 17, WeightDType::f32);
   check_fixture("llama-sharded");  // one key/value head: multi-query attention
   CHECK(load_model(fixture("llama-sharded"))->shape().kv_heads == 1);
   check_fixture("llama3-rope");

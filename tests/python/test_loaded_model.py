@@ -96,6 +96,15 @@ def test_info_config_and_repr():
     assert "1,000 reports, 3,000 (report, scenario) rows; 2 heads" in syn and "2 threads" in syn
 
 
+def test_dtype_holds_a_decoder_in_bf16_or_f32():
+    # an f32 folder: f32 unless asked (docs/MODEL.md, "Weight dtype"; a bf16 folder: test_decoder_bf16.cpp)
+    assert headsep.model(LLAMA).info["compute_dtype"] == "f32"
+    assert headsep.model(LLAMA, dtype="bf16").info["compute_dtype"] == "bf16"
+    assert headsep.model(LLAMA, dtype="f32").info["compute_dtype"] == "f32"
+    with pytest.raises(ValueError, match="dtype must be 'auto', 'f32' or 'bf16'"):
+        headsep.model(LLAMA, dtype="f16")
+
+
 def test_help_leads_somewhere():
     assert "headsep.model(" in headsep.__doc__ and "heads()" in headsep.__doc__ and "docs/PYTHON.md" in headsep.__doc__
     assert "(report, scenario, layer)" in headsep.ModelResult.rows.__doc__
