@@ -21,6 +21,7 @@
 #include "headsep/safetensors.hpp"
 #include "kernels/packed_linear.hpp"
 #include "support/json_input.hpp"  // json_brief: a config value in a message
+#include "support/tsan_order.hpp"
 
 namespace headsep::model {
 
@@ -118,6 +119,8 @@ class GroupPool {
 /// no task from outside it, so no other forward re-enters its pool scratch), each on its thread's
 /// scratch from `pool`. Results never depend on the group or the thread; with s.clock on, every
 /// group's parts are added to it (s.clock stopped at the end).
+inline char groups_handoff = 0;  ///< run_groups' ThreadSanitizer hand-off (nothing else reads it)
+
 template <class F>
 void run_groups(GroupPool& pool, const std::uint64_t* token_offset, std::size_t n_reports, ModelScratch& s, F&& fn) {
   std::vector<std::array<std::size_t, 3>> groups;
@@ -131,17 +134,26 @@ void run_groups(GroupPool& pool, const std::uint64_t* token_offset, std::size_t 
   }
   const bool timing = s.clock.on;
   std::mutex m;
-  tbb::this_task_arena::isolate([&] {
-    tbb::parallel_for(std::size_t(0), groups.size(), [&](std::size_t i) {
-      ModelScratch& gs = pool.scratch.local();
-      gs.clock = ForwardClock(timing);
-      fn(groups[i][0], groups[i][1], groups[i][2], gs);
-      gs.clock.stop();
-      if (!timing) return;
-      std::lock_guard lock(m);
-      for (std::size_t p = 0; p < std::size_t(ForwardPart::count); ++p) s.clock.seconds[p] += gs.clock.seconds[p];
-    });
-  });
+  // ThreadSanitizer (support/tsan_order.hpp): libtbb hands the tasks over out of its sight, so the
+  // captures are released to the tasks and the tasks' writes back to this thread explicitly. The
+  // hand-off is a global: a task reads it before any capture (a capture's address is one).
+  char done = 0;
+  const auto group = [&](std::size_t i) {
+    tsan::acquire(&groups_handoff);
+    const tsan::ReleaseOnExit finished{&done};
+    ModelScratch& gs = pool.scratch.local();
+    gs.clock = ForwardClock(timing);
+    fn(groups[i][0], groups[i][1], groups[i][2], gs);
+    gs.clock.stop();
+    if (!timing) return;
+    std::lock_guard lock(m);
+    for (std::size_t p = 0; p < std::size_t(ForwardPart::count); ++p) s.clock.seconds[p] += gs.clock.seconds[p];
+  };
+  tsan::release(&groups_handoff);
+  // simple_partitioner: one task per group (a few per call), no adaptive splitting to hand over.
+  tbb::this_task_arena::isolate(
+      [&] { tbb::parallel_for(std::size_t(0), groups.size(), group, tbb::simple_partitioner()); });
+  tsan::acquire(&done);
 }
 
 /// The fused kernel's view of a model's projected rows: H heads + the baseline, rows of `ld`
