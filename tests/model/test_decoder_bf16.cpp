@@ -118,8 +118,9 @@ TEST_CASE("bf16 products with vdpbf16ps against transformers in f32 and in bf16"
         [&](std::size_t l, int kind, std::size_t i) {
           return double(kind == 0 ? bhs[l][i] : kind == 1 ? bctx[l][i] : bps[l][i]);
         });
-    // Tolerances in u = 2^-9, bf16's unit roundoff: the only rounding the vdpbf16ps products add
-    // is X's to bf16 (relative <= u per element) before each product. Two criteria, both held:
+    // Tolerances in u = 2^-9, half bf16's unit roundoff (2^-8: 8 significant bits, nearest even):
+    // the only rounding the vdpbf16ps products add is X's to bf16 (relative <= 2u per element)
+    // before each product. Two criteria, both held:
     //  - never worse than transformers' own bf16 run against the same f32 reference, or within u
     //    where that run happens to be closer (measured: ours 0.4-1.0x transformers' error);
     //  - absolute: hidden block l within 4·l·u of its scale (X rounded once per product, errors
