@@ -67,6 +67,24 @@ inline std::vector<std::uint32_t> ref_ids(const SafeTensors& ref, std::size_t n)
   return {v.begin(), v.end()};
 }
 
+/// Reports of these lengths back to back, each the recorded ids_N (N = 1, 5, 8, 17; 0 = an empty
+/// report): the ids and the offsets (off[0] = 0) a forward takes.
+struct Reports {
+  std::vector<std::uint32_t> ids;
+  std::vector<std::uint64_t> off{0};
+};
+inline Reports recorded_reports(const SafeTensors& ref, const std::vector<std::size_t>& lengths) {
+  Reports r;
+  for (const std::size_t n : lengths) {
+    if (n) {
+      const auto ids = ref_ids(ref, n);
+      r.ids.insert(r.ids.end(), ids.begin(), ids.end());
+    }
+    r.off.push_back(r.ids.size());
+  }
+  return r;
+}
+
 inline bool close_rel(double got, double want, double rel) { return std::abs(got - want) <= rel * std::abs(want) + 1e-7; }
 
 /// Every length of the fixture (the ones the model runs), each alone and all in one call.

@@ -71,14 +71,7 @@ TEST_CASE("Decoder reports grouped or alone give the same bits, empty reports ar
   for (const char* name : {"gpt2", "llama"}) {
     const auto m = load_model(fixture(name));
     const SafeTensors ref(fixture(name) / "reference.safetensors");
-    std::vector<std::uint32_t> all;
-    std::vector<std::uint64_t> off{0};
-    for (std::size_t n : {5, 1, 17, 8}) {
-      const auto ids = ref_ids(ref, n);
-      all.insert(all.end(), ids.begin(), ids.end());
-      off.push_back(all.size());
-      if (n == 1) off.push_back(all.size());  // an empty report
-    }
+    const auto [all, off] = recorded_reports(ref, {5, 1, 0, 17, 8});  // 0: an empty report
     const SimdLevel level = supported_levels().back();
     const Out together = run(*m, all, off, level);
     const std::size_t R = off.size() - 1, H = m->shape().heads;
@@ -104,14 +97,9 @@ TEST_CASE("Decoder groups run in parallel: the same bits as one thread and as re
   for (const char* name : {"gpt2", "llama"}) {
     const auto m = load_model(fixture(name));
     const SafeTensors ref(fixture(name) / "reference.safetensors");
-    std::vector<std::uint32_t> all;
-    std::vector<std::uint64_t> off{0};
-    constexpr std::size_t kLengths[] = {1, 5, 8, 17};  // the fixture's recorded ids
-    for (std::size_t r = 0; r < 150; ++r) {
-      const auto ids = ref_ids(ref, kLengths[r % 4]);
-      all.insert(all.end(), ids.begin(), ids.end());
-      off.push_back(all.size());
-    }
+    std::vector<std::size_t> lengths;
+    for (std::size_t r = 0; r < 150; ++r) lengths.push_back(std::vector<std::size_t>{1, 5, 8, 17}[r % 4]);
+    const auto [all, off] = recorded_reports(ref, lengths);
     REQUIRE(all.size() > 1024);  // at least three groups
     const SimdLevel level = supported_levels().back();
     Out four, one;

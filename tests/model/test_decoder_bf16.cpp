@@ -145,13 +145,7 @@ TEST_CASE("bf16 products with vdpbf16ps against transformers in f32 and in bf16"
 TEST_CASE("bf16 decoder: reports grouped or alone give the same bits at every level", "[decoder][bf16]") {
   const auto m = load_model(fixture("llama-bf16"));
   const SafeTensors ref(fixture("llama-bf16") / "reference.safetensors");
-  std::vector<std::uint32_t> all;
-  std::vector<std::uint64_t> off{0};
-  for (std::size_t n : {5, 1, 17, 8}) {
-    const auto ids = ref_ids(ref, n);
-    all.insert(all.end(), ids.begin(), ids.end());
-    off.push_back(all.size());
-  }
+  const auto [all, off] = recorded_reports(ref, {5, 1, 17, 8});
   for (SimdLevel level : supported_levels()) {
     CAPTURE(to_string(level));
     const Out together = run(*m, all, off, level);
