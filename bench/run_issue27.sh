@@ -9,15 +9,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1
-cpu=$(python3 "$here/bench/machine.py")
-slug=$(echo "$cpu" | sed -E 's/, load.*//; s/[^A-Za-z0-9]+/-/g; s/-+$//')
-mkdir -p "$here/bench-results"
-log="$here/bench-results/issue27-$(date -u +%Y%m%dT%H%MZ)-$slug.log"
-exec > >(tee "$log") 2>&1
-echo "# issue 27 on: $cpu"
-echo "# commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%F %T') UTC"
+source "$here/bench/results_log.sh" issue27
 if [ $quick = 1 ]; then reports=1000000 repeat=2 vrepeat=1 reps=3; else reports=10000000 repeat=5 vrepeat=3 reps=9; fi
-step() { echo; echo "## $*"; echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
 step "1. the main job against NumPy in memory (target 1: >= 10x on 2 threads; 1 thread >= 9 M groups/s)"
 bash "$here/bench/run_main_job_peers.sh" --reports "$reports" --threads 1,2 --repeat "$repeat"
