@@ -1,4 +1,5 @@
-// headsep info: the build's and this CPU's capabilities (plugin ABI, SIMD levels, MPI, fp32 peak).
+// headsep info: the build's and this CPU's capabilities (plugin ABI, SIMD levels, MPI, fp32 peak,
+// which bf16 products run).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
@@ -10,6 +11,7 @@
 #include "headsep/attention.hpp"
 #include "headsep/kernels.hpp"
 #include "headsep/plugin.h"
+#include "kernels/packed_linear.hpp"  // bf16_dot_active
 
 namespace headsep::cli {
 
@@ -55,6 +57,11 @@ int info_cmd(const std::string& model) {
     std::fprintf(data_stdout(), "mpi:            not compiled in (one process)\n");
   std::fprintf(data_stdout(), "fp32 peak:      %.1f GFLOP/s per core (measured: FMA chains at %s)\n", measure_fp32_peak_gflops(),
               std::string(to_string(default_level())).c_str());
+  // Which products a bf16 decoder runs (docs/MODEL.md, "Weight dtype"): they differ in their bits.
+  std::fprintf(data_stdout(), "bf16 products:  %s\n",
+               default_level() == SimdLevel::avx512 && kernels::bf16_dot_active()
+                   ? "vdpbf16ps (AVX512-BF16): activations rounded to bf16, sums in f32"
+                   : "bf16 weights widened to f32 (no AVX512-BF16 at the chosen level): the f32 kernel's bits");
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "kernels/levels_under_test.hpp"
 #include "headsep/safetensors.hpp"  // f16_to_f32
 #include "kernels/packed_linear.hpp"
+#include "test_util.hpp"
 
 using namespace headsep;
 using kernel_test::levels_under_test;
@@ -185,4 +186,11 @@ TEST_CASE("PackedLinear: a product of the wrong shape is refused", "[kernels][bf
   kernels::project_rows(SimdLevel::scalar, x.data(), 3, 1, 3, p, 2, c.data(), 2);
   CHECK(c[0] == 1.5f);
   CHECK(c[1] == 1.5f);
+}
+
+TEST_CASE("headsep info says which bf16 products this CPU runs", "[bf16][cli]") {
+  const auto r = testutil::run_cli("info");
+  REQUIRE(r.status == 0);
+  const bool dot = default_level() == SimdLevel::avx512 && kernels::bf16_dot_active();
+  CHECK_THAT(r.out, Catch::Contains(dot ? "bf16 products:  vdpbf16ps (AVX512-BF16)" : "bf16 products:  bf16 weights widened"));
 }
