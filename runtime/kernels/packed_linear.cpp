@@ -6,6 +6,9 @@
 #include "headsep/safetensors.hpp"  // f16_to_f32
 
 #include <sys/mman.h>
+#if HEADSEP_KERNELS_X86
+#include <cpuid.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -19,9 +22,21 @@ namespace {
 
 std::atomic<bool> g_dot_enabled{true};
 
+#if HEADSEP_KERNELS_X86
+/// CPUID leaf `leaf`, subleaf `sub`: bit `bit` of register `reg` (0 EAX, 1 EBX, 2 ECX, 3 EDX).
+/// (Not __builtin_cpu_supports: clang 14, the fuzz build's compiler, knows neither "avx512bf16"
+/// nor "f16c". The OS's saving of the vector state is the SIMD level's check, dispatch.cpp.)
+bool cpuid_bit(unsigned leaf, unsigned sub, int reg, unsigned bit) noexcept {
+  unsigned r[4] = {};
+  if (!__get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3])) return false;
+  return (r[reg] >> bit) & 1u;
+}
+#endif
+
 bool cpu_has_bf16_dot() noexcept {
 #if HEADSEP_KERNELS_X86
-  static const bool has = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
+  // AVX512_BF16: CPUID.(7, 1):EAX[5]; AVX512BW: CPUID.(7, 0):EBX[30].
+  static const bool has = cpuid_bit(7, 1, 0, 5) && cpuid_bit(7, 0, 1, 30);
   return has;
 #else
   return false;
@@ -48,7 +63,7 @@ float widen(std::uint16_t b) noexcept { return std::bit_cast<float>(std::uint32_
 
 bool cpu_has_f16c() noexcept {
 #if HEADSEP_KERNELS_X86
-  static const bool has = __builtin_cpu_supports("f16c");
+  static const bool has = cpuid_bit(1, 0, 2, 29);  // F16C: CPUID.1:ECX[29]
   return has;
 #else
   return false;
