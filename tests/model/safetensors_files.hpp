@@ -71,16 +71,12 @@ inline std::string build(const std::vector<T>& ts, const json& metadata = nullpt
   return file_bytes(h.dump(), data);
 }
 
-/// The message of the Error `f` throws (fails the test when it throws nothing).
+/// The message of the Error `f` throws (testutil::error_of); fails the test when it throws nothing.
 template <class F>
 std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const headsep::Error& e) {
-    return e.what();
-  }
-  FAIL("no headsep::Error thrown");
-  return {};
+  std::string e = testutil::error_of(std::forward<F>(f));
+  if (e == "(no error)") FAIL("no headsep::Error thrown");
+  return e;
 }
 
 struct Files {
