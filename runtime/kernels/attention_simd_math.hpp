@@ -77,10 +77,12 @@ inline auto AK<A>::log_pos(B x) noexcept -> B {
     const B e(_mm512_getexp_ps(xv));
     const B r = fmadd(m, B(_mm512_permutexvar_ps(idx, _mm512_load_ps(inv_c))), B(-1.0f));
     const B lc(_mm512_permutexvar_ps(idx, _mm512_load_ps(log_c)));
+    // log1p(r) = r·(1 + r·(-1/2 + r·(1/3 - r/4))) in Horner's form, its last product fused
+    // with e·ln2 + log c_i (computed beside it): 5 FMAs, where r² and a separate add took 6.
     B p = fmadd(r, B(-0.25f), B(0.333333343f));
     p = fmadd(p, r, B(-0.5f));
-    p = fmadd(p, r * r, r);
-    return fmadd(e, ln2, lc + p);
+    p = fmadd(p, r, B(1.0f));
+    return fmadd(p, r, fmadd(e, ln2, lc));
   } else if constexpr (std::is_base_of_v<xsimd::avx2, A>) {
     const B ln2(0.693147182f);
     alignas(32) static constexpr float inv_c[8] = {0.94140625f, 0.841796875f, 0.76171875f, 0.6953125f,

@@ -75,19 +75,26 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
   for (std::size_t h = 0; h < H1; ++h) onorm[h] = vnorm[h] = 0.0;
 
   // ---- per report: K transposed, V packed, axes padded ----
-  {
+  // Key blocks of W rows outer, heads inner, each step prefetching the same columns of the next
+  // block's rows: the rows are ld floats (kilobytes) apart, which neither the stride nor the
+  // next-line prefetchers follow, so head by head every line came from L3 one miss at a time
+  // (the transposes and V's copy were ~7 % of the kernel at 256², perf on Zen 4).
+  for (std::size_t k0 = 0; k0 < np; k0 += W) {
+    const std::size_t kn = lo(W, n - k0), next = k0 + W < n ? lo(W, n - k0 - W) : 0;
     // K_h^T in W x W blocks transposed in registers; the edges (keys past the last whole
     // block of W, dims past the last whole W) through a line buffer, one float at a time.
     float* dst = kt;
     for (std::size_t h = 0; h < H1; ++h) {
       const std::size_t dk = in.dk[h];
-      const float* src = in.qkv + in.k_col[h];
-      for (std::size_t k0 = 0; k0 < (sum_base && h == 0 ? 0 : np); k0 += W) {
-        const std::size_t kn = lo(W, n - lo(n, k0));
+      if (!(sum_base && h == 0)) {
+        const float* src = in.qkv + in.k_col[h];
         float* panel = dst + k0 / KP * (dk * KP) + k0 % KP;  // row d at panel + d·KP
         std::size_t d = 0;
         if (kn == W)
-          for (; d + W <= dk; d += W) transpose_block(src + k0 * ld + d, ld, panel + d * KP, KP);
+          for (; d + W <= dk; d += W) {
+            for (std::size_t i = 0; i < next; ++i) _mm_prefetch(reinterpret_cast<const char*>(src + (k0 + W + i) * ld + d), _MM_HINT_T0);
+            transpose_block(src + k0 * ld + d, ld, panel + d * KP, KP);
+          }
         for (; d < dk; ++d) {
           alignas(64) float line[W];
           for (std::size_t i = 0; i < W; ++i) line[i] = i < kn ? src[(k0 + i) * ld + d] : 0.0f;
@@ -96,24 +103,27 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
       }
       dst += dk * nkp;
     }
-    for (std::size_t c = 0; c < C; ++c) {
-      for (std::size_t k = 0; k < n; ++k) ax[c * np + k] = in.axis[c][k];
-      for (std::size_t k = n; k < np; ++k) ax[c * np + k] = 0.0f;
-    }
     // V_h rows contiguous: A·V then streams them in order instead of one page per key.
-    float* v = vp;
-    for (std::size_t h = 0; h < H1; ++h) {
-      const std::size_t dv = in.dv[h], dvp = up(dv);
-      for (std::size_t k = 0; k < n; ++k) {
+    for (std::size_t k = k0; k < k0 + kn; ++k) {
+      float* v = vp;
+      for (std::size_t h = 0; h < H1; ++h) {
+        const std::size_t dv = in.dv[h], dvp = up(dv);
         const float* row = in.qkv + k * ld + in.v_col[h];
+        if (k + W < n)
+          for (std::size_t d = 0; d < dv; d += 64 / sizeof(float))
+            _mm_prefetch(reinterpret_cast<const char*>(row + W * ld + d), _MM_HINT_T0);
         float* o = v + k * dvp;
         std::size_t d = 0;
         for (; d + W <= dv; d += W) B::load_unaligned(row + d).store_aligned(o + d);
         for (; d < dv; ++d) o[d] = row[d];
         for (; d < dvp; ++d) o[d] = 0.0f;
+        v += seg(n * dvp);
       }
-      v += seg(n * dvp);
     }
+  }
+  for (std::size_t c = 0; c < C; ++c) {
+    for (std::size_t k = 0; k < n; ++k) ax[c * np + k] = in.axis[c][k];
+    for (std::size_t k = n; k < np; ++k) ax[c * np + k] = 0.0f;
   }
   auto v_rows = [&](std::size_t h) -> const float* {
     const float* v = vp;
