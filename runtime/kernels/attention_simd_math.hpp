@@ -56,7 +56,7 @@ inline auto AK<A>::exp_neg(B y) noexcept -> B {
 /// mantissa bits pick c_i from a table (an in-register permute: 16 entries on AVX-512, 8 on
 /// AVX2) with 1/c_i exact in 9 bits, so r = m/c_i - 1 is one FMA and |r| <= 1/32 (1/17): log m =
 /// log c_i + log1p(r), log1p by its Taylor series to r^4 (AVX-512) or a degree-4 minimax
-/// polynomial (AVX2), error < 2e-8. About 13 vector ops on AVX-512 (getexp/getmant split the
+/// polynomial (AVX2), error < 2e-8. About 12 vector ops on AVX-512 (getexp/getmant split the
 /// float), 15 on AVX2; SSE2 has no variable
 /// permute and keeps the Cephes polynomial (~20 ops). The JS divergences spend most of their
 /// time here (one log per key per pair of heads).
