@@ -81,9 +81,7 @@ TEST_CASE("bf16 and f16 folders stay so unless --dtype f32, and --dtype bf16 rou
   CHECK(load_model(fixture("gemma"), WeightDType::bf16)->weight_memory().linear == "bf16");
   const std::size_t gt = std::size_t(f16->shape().vocab_size) * f16->shape().hidden;
   CHECK(std::equal(f16->input_embeddings(), f16->input_embeddings() + gt, f16_widened->input_embeddings()));
-  // Encoders hold f32 (docs/MODEL.md): asking for bf16 is refused, not ignored.
-  CHECK_THROWS_WITH(load_model(fixture("roberta"), WeightDType::bf16), Catch::Contains("--dtype bf16 is for decoders"));
-  CHECK(load_model(fixture("roberta"), WeightDType::f32)->shape().model_type == "roberta");
+  // (Encoders: test_encoder_bf16.cpp.)
 }
 
 TEST_CASE("bf16 products with vdpbf16ps against transformers in f32 and in bf16", "[decoder][bf16]") {
