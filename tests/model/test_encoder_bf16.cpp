@@ -84,6 +84,8 @@ TEST_CASE("bf16 encoders: the widening path gives the f32 path's bits at every l
     const auto rounded = load_model(f.f32, WeightDType::bf16), widened = load_model(f.bf16, WeightDType::f32);
     CHECK(rounded->weight_memory().linear == "bf16");
     CHECK(widened->weight_memory().linear == "f32");
+    CHECK_THAT(testutil::run_cli("info --model " + testutil::shell_quote(f.bf16.string())).out,
+               Catch::Contains("products:       bf16"));
     const std::size_t table = std::size_t(ref->shape().vocab_size) * ref->shape().hidden;
     CHECK(std::equal(ref->input_embeddings(), ref->input_embeddings() + table, b16->input_embeddings()));
     const NoDot no_dot;

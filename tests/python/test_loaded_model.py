@@ -105,6 +105,15 @@ def test_dtype_holds_a_decoder_in_bf16_or_f32():
         headsep.model(LLAMA, dtype="f16")
 
 
+def test_dtype_holds_an_encoder_in_bf16_or_f32():
+    # encoders as decoders (test_encoder_bf16.cpp: a bf16 folder, the bits and bounds)
+    roberta = os.path.join(os.path.dirname(LLAMA), "roberta")
+    assert headsep.model(roberta).info["compute_dtype"] == "f32"
+    assert headsep.model(roberta, dtype="bf16").info["compute_dtype"] == "bf16"
+    assert headsep.model(MODEL, dtype="bf16").info["compute_dtype"] == "bf16"
+    assert headsep.model(MODEL, dtype="f32").info["compute_dtype"] == "f32"
+
+
 def test_help_leads_somewhere():
     assert "headsep.model(" in headsep.__doc__ and "heads()" in headsep.__doc__ and "docs/PYTHON.md" in headsep.__doc__
     assert "(report, scenario, layer)" in headsep.ModelResult.rows.__doc__
