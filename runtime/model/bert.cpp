@@ -243,6 +243,7 @@ BertModel BertModel::load(const std::filesystem::path& dir, WeightDType dtype) {
     L.ln2_g = read(p + w_(nm.ln2), {D}, Dv);
     L.ln2_b = read(p + b_(nm.ln2), {D}, Dv);
     w->layers.push_back(std::move(L));
+    model::give_back_freed();
   }
   model::MemoryCount count;
   for (const Weights::Layer& L : w->layers) {

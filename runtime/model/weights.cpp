@@ -4,6 +4,9 @@
 
 #include <bit>
 #include <cmath>
+#if defined(__GLIBC__)
+#include <malloc.h>  // malloc_trim
+#endif
 #include <fstream>
 #include <sstream>
 
@@ -216,7 +219,14 @@ void MemoryCount::add(const kernels::PackedLinear& p) {
   types_[static_cast<int>(p.type)] = true;
 }
 
+void give_back_freed() noexcept {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 WeightMemory MemoryCount::done(std::uint64_t file) {
+  give_back_freed();
   m_.file = file;
   m_.linear.clear();
   for (int t = 0; t < 3; ++t)
