@@ -156,22 +156,5 @@ TEST_CASE("bf16 encoders: weights held are about half the f32 path's", "[bert][b
 
 TEST_CASE("run --model --dtype on an encoder: the products' dtype in the summary and --profile", "[bert][bf16][cli]") {
   testutil::TempDir tmp;
-  const std::string ids = tmp.file("ids.csv");
-  std::string csv = "report_id,scenario,token,token_id,d\n";
-  for (int t = 0; t < 12; ++t) csv += "r" + std::to_string(t / 6) + ",x,t," + std::to_string(3 + 17 * t % 290) + ",0.5\n";
-  testutil::write_file(ids, csv);
-  const std::string job = "run -q -s csv -p path=" + testutil::shell_quote(ids) +
-                          " -p features=token_id,d -p weights=false --axes d=d --model " +
-                          testutil::shell_quote(fixture("roberta").string()) + " --profile";
-  for (const char* dtype : {"auto", "f32", "bf16"}) {
-    const auto r = testutil::run_cli(job + " --dtype " + dtype + " --summary " + testutil::shell_quote(tmp.file("s.json")));
-    INFO(r.err);
-    REQUIRE(r.status == 0);
-    const std::string held = std::string(dtype) == "bf16" ? "bf16" : "f32";
-    CHECK_THAT(r.err, Catch::Contains("held (products " + held + ") from") && Catch::Contains("peak RSS"));
-    const auto j = nlohmann::json::parse(testutil::read_file(tmp.file("s.json")));
-    bool found = false;
-    for (const auto& o : j["run"]["options"].items()) found = found || (o.key() == "dtype" && o.value() == held);
-    CHECK(found);
-  }
+  check_dtype_runs(tmp, dtype_job(tmp, fixture("roberta")), "f32");
 }
