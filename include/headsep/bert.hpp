@@ -1,4 +1,5 @@
-// headsep — a BERT-family encoder (f32, or bf16/f16 weights: docs/MODEL.md) whose every attention head is measured as it runs.
+// headsep — a BERT-family encoder (f32, or bf16/f16 weights: docs/MODEL.md "Weight dtype") whose
+// every attention head is measured as it runs.
 //
 //   BertModel m = BertModel::load("all-minilm-l6-v2/");        // config.json + model.safetensors
 //   BertScratch s;                                             // per thread

@@ -142,56 +142,52 @@ bool bf16_dot_active() noexcept { return cpu_has_bf16_dot() && g_dot_enabled.loa
 void set_bf16_dot(bool on) noexcept { g_dot_enabled.store(on, std::memory_order_relaxed); }
 
 namespace {
-/// The widening kernels and the references of project_rows (packed_linear.hpp); gelu only where
-/// the kernel fuses it (the widening levels), the others leave it to project_rows.
-void project_16(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K, const PackedLinear& w,
-                std::size_t N, float* c, std::size_t ldc, bool& gelu) {
+/// project_rows (packed_linear.hpp) of bf16/f16 panels. `g`: the widening kernels fuse GELU (the
+/// f32 kernel's epilogue); true returned: vdpbf16ps or a reference ran, and GELU is still to do.
+bool project_16(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K, const PackedLinear& w,
+                std::size_t N, float* c, std::size_t ldc, bool g) {
   const std::uint16_t* panels = w.bf16.get();
   const float* bias = w.bias.get();
-  const bool g = gelu;
-  gelu = false;  // (fused below unless a reference or vdpbf16ps runs)
   if (w.type == WeightType::f16) {
     switch (level) {
 #if HEADSEP_KERNELS_X86
-      case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g);
+      case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
       case SimdLevel::avx2:  // (every AVX2 CPU known has F16C; one without runs the SSE2 kernel's bits)
-        if (cpu_has_f16c()) return bf16_project<fma3_avx2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g);
-        return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g);
-      case SimdLevel::avx512: return bf16_project<xsimd::avx512bw>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g);
+        if (cpu_has_f16c()) return bf16_project<fma3_avx2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
+        return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
+      case SimdLevel::avx512: return bf16_project<xsimd::avx512bw>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
 #endif
       default: break;
     }
-    gelu = g;
     for (std::size_t m = 0; m < M; ++m)  // the f32 reference on the widened weights
       for (std::size_t n = 0; n < N; ++n) {
         float s = bias[n];
         for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * f16_to_f32(panels[bf16_panel_index(K, k, n)]);
         c[m * ldc + n] = s;
       }
-    return;
+    return g;
   }
   switch (level) {
 #if HEADSEP_KERNELS_X86
-    case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}(x, ldx, M, K, panels, bias, N, c, ldc, g);
-    case SimdLevel::avx2: return bf16_project<fma3_avx2>{}(x, ldx, M, K, panels, bias, N, c, ldc, g);
+    case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
+    case SimdLevel::avx2: return bf16_project<fma3_avx2>{}(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
     case SimdLevel::avx512:
       if (bf16_dot_active()) {
         // X as bf16 pairs once per call (RNE; an odd K's last pair padded with 0): M·K roundings
         // against M·K·N products.
-        gelu = g;
         const std::size_t KP = bf16_pairs(K);
         thread_local std::vector<std::uint32_t> xb;
         xb.assign(M * KP, 0);
         for (std::size_t m = 0; m < M; ++m)
           for (std::size_t k = 0; k < K; ++k)
             xb[m * KP + k / 2] |= std::uint32_t(round_bf16(std::bit_cast<std::uint32_t>(x[m * ldx + k]))) << (16 * (k % 2));
-        return bf16_dot_project(xb.data(), KP, M, K, panels, bias, N, c, ldc);
+        bf16_dot_project(xb.data(), KP, M, K, panels, bias, N, c, ldc);
+        return g;
       }
-      return bf16_project<xsimd::avx512bw>{}(x, ldx, M, K, panels, bias, N, c, ldc, g);
+      return bf16_project<xsimd::avx512bw>{}(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
 #endif
     default: break;
   }
-  gelu = g;
   // Reference: bias + Σ_k x·w on the widened weights, k in order, unfused (the f32 reference's sum).
   for (std::size_t m = 0; m < M; ++m)
     for (std::size_t n = 0; n < N; ++n) {
@@ -199,6 +195,7 @@ void project_16(SimdLevel level, const float* x, std::size_t ldx, std::size_t M,
       for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * widen(panels[bf16_panel_index(K, k, n)]);
       c[m * ldc + n] = s;
     }
+  return g;
 }
 }  // namespace
 
@@ -213,9 +210,8 @@ void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t 
                         gelu);
   }
   require_supported(level);
-  project_16(level, x, ldx, M, K, w, N, c, ldc, gelu);
-  // The scalar reference's GELU is gelu_ref per element, as gelu_inplace's (the decoders' pass).
-  if (gelu)
+  // (The f32 scalar reference's GELU is gelu_ref per element, as gelu_inplace's: the decoders' pass.)
+  if (project_16(level, x, ldx, M, K, w, N, c, ldc, gelu))
     for (std::size_t m = 0; m < M; ++m) gelu_inplace(c + m * ldc, N);
 }
 
