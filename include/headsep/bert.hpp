@@ -1,4 +1,5 @@
-// headsep — a BERT-family encoder (f32) whose every attention head is measured as it runs.
+// headsep — a BERT-family encoder (f32, or bf16/f16 weights: docs/MODEL.md "Weight dtype") whose
+// every attention head is measured as it runs.
 //
 //   BertModel m = BertModel::load("all-minilm-l6-v2/");        // config.json + model.safetensors
 //   BertScratch s;                                             // per thread
@@ -62,7 +63,9 @@ class BertModel final : public Architecture {
   /// Loads DIR/config.json and DIR/model.safetensors. Every tensor the encoder needs is checked
   /// (name, dtype readable as f32, shape from the config, finite values) before anything runs;
   /// a mismatch throws Error naming the file and tensor. Tensor names may carry a "bert." prefix.
-  static BertModel load(const std::filesystem::path& dir);
+  /// `dtype` (docs/MODEL.md, "Weight dtype"): auto holds a BF16 (F16) folder's products and
+  /// embedding tables in bf16 (f16), bf16 rounds an f32 folder's, f32 widens every one.
+  static BertModel load(const std::filesystem::path& dir, WeightDType dtype = WeightDType::automatic);
 
   const BertConfig& config() const noexcept { return cfg_; }
   const ModelShape& shape() const noexcept override { return shape_; }
@@ -78,17 +81,16 @@ class BertModel final : public Architecture {
                const float* const* axis, SimdLevel level, const std::vector<BertLayerOut>& layers, float* hidden,
                BertScratch& scratch, float* all_hidden = nullptr,
                const DirectionAxes* directions = nullptr) const override;
-  const float* input_embeddings() const noexcept override { return word_.data(); }
+  /// (A bf16/f16 table is widened here, once, when first asked: only the semantic axes read it.)
+  const float* input_embeddings() const noexcept override;
+  WeightMemory weight_memory() const override { return memory_; }
 
   /// Multiply-adds x 2 of one forward pass over reports of these lengths (the products and the
   /// attention of heads 1..H; the baseline and metrics not counted), for GFLOP/s.
   double flops(const std::uint64_t* token_offset, std::size_t n_reports) const noexcept override;
 
  private:
-  struct Layer {
-    std::shared_ptr<const float> qkv, out, ffn1, ffn2;  // packed panels + bias (kernels::pack_panels)
-    std::vector<float> ln1_g, ln1_b, ln2_g, ln2_b;
-  };
+  struct Weights;  // bert.cpp: the packed products, norms and tables, each in the dtype it is held in
   void run_group(const std::uint32_t* ids, const std::uint64_t* token_offset, std::size_t r0, std::size_t r1,
                  std::uint32_t axes, const float* const* axis, SimdLevel level, const std::vector<BertLayerOut>& layers,
                  float* hidden, float* all_hidden, std::size_t total_tokens, const DirectionAxes* directions,
@@ -97,8 +99,8 @@ class BertModel final : public Architecture {
   BertConfig cfg_;
   ModelShape shape_;
   std::string name_;
-  std::vector<float> word_, pos_, type_, emb_g_, emb_b_;  // type_ empty: no token types (DistilBERT)
-  std::vector<Layer> layers_;
+  std::shared_ptr<Weights> held_;
+  WeightMemory memory_;
   std::vector<std::uint32_t> cols_;  // the kernel's head table: q_col, k_col, v_col, dk, dv (5 rows of H+1)
 };
 

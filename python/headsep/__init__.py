@@ -496,7 +496,7 @@ def _surrogate(s: str):
 def model(path, dtype="auto") -> Model:
     """Loads a model folder (BERT, GPT-2, Llama family) once: ``m = headsep.model(path)``, then
     ``m.run(texts)``, ``m.tokenize(texts)``, ``m.info`` (headsep.Model). ``dtype``: how a
-    decoder's weights are held and multiplied, as ``run --model --dtype``: "auto" (as stored: bf16
+    model's weights are held and multiplied, as ``run --model --dtype``: "auto" (as stored: bf16
     and f16 stay so), "f32" or "bf16" (docs/MODEL.md)."""
     return Model(path, dtype)
 

@@ -298,7 +298,7 @@ void bind_model(nb::module_& m) {
         return m;
       },
       nb::arg("path"), nb::arg("dtype") = "auto",
-      "Loads a model folder's weights (a decoder's held as dtype: auto, f32 or bf16) and tokenizer once (headsep.model).");
+      "Loads a model folder's weights (held as dtype: auto, f32 or bf16) and tokenizer once (headsep.model).");
   nb::class_<ModelRunResult> c(m, "ModelRunResult", "A finished model run (wrapped by headsep.Result).");
   def_rows(c);
   c.def("summary_json", [](const ModelRunResult& r) { return stamp_summary(r.summary->json(), "model", r.origin, 1); },

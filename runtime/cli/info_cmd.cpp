@@ -32,6 +32,8 @@ int model_info(const std::string& dir) {
   std::fprintf(out, "shape:          %u layers, hidden %u, %u heads (%u key/value) of %u dims, vocabulary %u, %u positions\n",
                c.layers, c.hidden, c.heads, c.kv_heads, c.head_dim, c.vocab_size, c.max_positions);
   std::fprintf(out, "attention:      %s\n", c.causal ? "causal" : "bidirectional");
+  const std::string linear = m->weight_memory().linear;  // (--dtype auto: the folder's dtype)
+  std::fprintf(out, "products:       %s\n", linear.empty() ? "f32" : linear.c_str());
   for (const std::string& line : m->recognised()) std::fprintf(out, "  %s\n", line.c_str());
   return 0;
 }
@@ -57,7 +59,7 @@ int info_cmd(const std::string& model) {
     std::fprintf(data_stdout(), "mpi:            not compiled in (one process)\n");
   std::fprintf(data_stdout(), "fp32 peak:      %.1f GFLOP/s per core (measured: FMA chains at %s)\n", measure_fp32_peak_gflops(),
               std::string(to_string(default_level())).c_str());
-  // Which products a bf16 decoder runs (docs/MODEL.md, "Weight dtype"): they differ in their bits.
+  // Which products a bf16 model runs (docs/MODEL.md, "Weight dtype"): they differ in their bits.
   std::fprintf(data_stdout(), "bf16 products:  %s\n",
                default_level() == SimdLevel::avx512 && kernels::bf16_dot_active()
                    ? "vdpbf16ps (AVX512-BF16): activations rounded to bf16, sums in f32"

@@ -34,7 +34,7 @@ void add_job_options(CLI::App& command, RunArgs& a) {
 
 void add_model_axes_options(CLI::App& command, RunArgs& a) {
   command.add_option("--dtype", a.dtype,
-                     "--model: how a decoder's weights are held and multiplied: auto (as the folder stores them: bf16 "
+                     "--model: how a model's weights are held and multiplied: auto (as the folder stores them: bf16 "
                      "and f16 stay so, f32 as f32), f32 (widened, the f32 kernel), bf16 (rounded to bf16); docs/MODEL.md")
       ->capture_default_str();
   command.add_option("--semantic-axes", a.semantic_axes,

@@ -3,7 +3,8 @@
 // compiled with the baseline flags.
 #include "kernels/packed_linear.hpp"
 
-#include "headsep/safetensors.hpp"  // f16_to_f32
+#include "headsep/architecture.hpp"  // gelu_inplace
+#include "headsep/safetensors.hpp"     // f16_to_f32
 
 #include <sys/mman.h>
 #if HEADSEP_KERNELS_X86
@@ -140,26 +141,21 @@ PackedLinear pack_linear_bf16(const float* w, const float* bias, std::size_t out
 bool bf16_dot_active() noexcept { return cpu_has_bf16_dot() && g_dot_enabled.load(std::memory_order_relaxed); }
 void set_bf16_dot(bool on) noexcept { g_dot_enabled.store(on, std::memory_order_relaxed); }
 
-void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K,
-                  const PackedLinear& w, std::size_t N, float* c, std::size_t ldc, const PackedLinear* next) {
-  if (w.in != K || w.out != N || !w)
-    throw std::logic_error("project_rows: a " + std::to_string(w.out) + " x " + std::to_string(w.in) +
-                           " linear asked for " + std::to_string(N) + " x " + std::to_string(K));
-  if (w.type == WeightType::f32) {
-    const bool pf = next && next->type == WeightType::f32;
-    return project_rows(level, x, ldx, M, K, w.f32.get(), N, c, ldc, pf ? next->f32.get() : nullptr, pf ? next->in : 0);
-  }
-  require_supported(level);
+namespace {
+/// project_rows (packed_linear.hpp) of bf16/f16 panels. `g`: the widening kernels fuse GELU (the
+/// f32 kernel's epilogue); true returned: vdpbf16ps or a reference ran, and GELU is still to do.
+bool project_16(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K, const PackedLinear& w,
+                std::size_t N, float* c, std::size_t ldc, bool g) {
   const std::uint16_t* panels = w.bf16.get();
   const float* bias = w.bias.get();
   if (w.type == WeightType::f16) {
     switch (level) {
 #if HEADSEP_KERNELS_X86
-      case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc);
+      case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
       case SimdLevel::avx2:  // (every AVX2 CPU known has F16C; one without runs the SSE2 kernel's bits)
-        if (cpu_has_f16c()) return bf16_project<fma3_avx2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc);
-        return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc);
-      case SimdLevel::avx512: return bf16_project<xsimd::avx512bw>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc);
+        if (cpu_has_f16c()) return bf16_project<fma3_avx2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
+        return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
+      case SimdLevel::avx512: return bf16_project<xsimd::avx512bw>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
 #endif
       default: break;
     }
@@ -169,12 +165,12 @@ void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t 
         for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * f16_to_f32(panels[bf16_panel_index(K, k, n)]);
         c[m * ldc + n] = s;
       }
-    return;
+    return g;
   }
   switch (level) {
 #if HEADSEP_KERNELS_X86
-    case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}(x, ldx, M, K, panels, bias, N, c, ldc);
-    case SimdLevel::avx2: return bf16_project<fma3_avx2>{}(x, ldx, M, K, panels, bias, N, c, ldc);
+    case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
+    case SimdLevel::avx2: return bf16_project<fma3_avx2>{}(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
     case SimdLevel::avx512:
       if (bf16_dot_active()) {
         // X as bf16 pairs once per call (RNE; an odd K's last pair padded with 0): M·K roundings
@@ -185,9 +181,10 @@ void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t 
         for (std::size_t m = 0; m < M; ++m)
           for (std::size_t k = 0; k < K; ++k)
             xb[m * KP + k / 2] |= std::uint32_t(round_bf16(std::bit_cast<std::uint32_t>(x[m * ldx + k]))) << (16 * (k % 2));
-        return bf16_dot_project(xb.data(), KP, M, K, panels, bias, N, c, ldc);
+        bf16_dot_project(xb.data(), KP, M, K, panels, bias, N, c, ldc);
+        return g;
       }
-      return bf16_project<xsimd::avx512bw>{}(x, ldx, M, K, panels, bias, N, c, ldc);
+      return bf16_project<xsimd::avx512bw>{}(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
 #endif
     default: break;
   }
@@ -198,6 +195,24 @@ void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t 
       for (std::size_t k = 0; k < K; ++k) s += x[m * ldx + k] * widen(panels[bf16_panel_index(K, k, n)]);
       c[m * ldc + n] = s;
     }
+  return g;
+}
+}  // namespace
+
+void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K,
+                  const PackedLinear& w, std::size_t N, float* c, std::size_t ldc, const PackedLinear* next, bool gelu) {
+  if (w.in != K || w.out != N || !w)
+    throw std::logic_error("project_rows: a " + std::to_string(w.out) + " x " + std::to_string(w.in) +
+                           " linear asked for " + std::to_string(N) + " x " + std::to_string(K));
+  if (w.type == WeightType::f32) {
+    const bool pf = next && next->type == WeightType::f32;
+    return project_rows(level, x, ldx, M, K, w.f32.get(), N, c, ldc, pf ? next->f32.get() : nullptr, pf ? next->in : 0,
+                        gelu);
+  }
+  require_supported(level);
+  // (The f32 scalar reference's GELU is gelu_ref per element, as gelu_inplace's: the decoders' pass.)
+  if (project_16(level, x, ldx, M, K, w, N, c, ldc, gelu))
+    for (std::size_t m = 0; m < M; ++m) gelu_inplace(c + m * ldc, N);
 }
 
 }  // namespace headsep::kernels

@@ -73,8 +73,12 @@ void pack_rows_bf16(PackedLinear& p, const float* w, const float* bias, std::siz
 /// C[m][0, N) = bias + X[m]·Wᵀ for rows m < M at `level`, in w's dtype (see the top of this file).
 /// K and N must be w.in and w.out. A row's result never depends on the other rows of the call.
 /// `next` (f32 weights only): the matrix multiplied next, prefetched (project_rows' `next`).
+/// `gelu`: C = GELU(bias + X·Wᵀ), BERT's erf GELU (kernels/gelu.hpp): the f32 kernel's fused
+/// epilogue for f32 weights and in the widening kernels (the f32 path's bits on widened weights);
+/// after vdpbf16ps and the scalar reference, gelu_inplace over the rows.
 void project_rows(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K,
-                  const PackedLinear& w, std::size_t N, float* c, std::size_t ldc, const PackedLinear* next = nullptr);
+                  const PackedLinear& w, std::size_t N, float* c, std::size_t ldc, const PackedLinear* next = nullptr,
+                  bool gelu = false);
 
 /// Whether bf16 products at SimdLevel::avx512 use vdpbf16ps: the CPU has AVX512-BF16 and
 /// set_bf16_dot has not turned it off.
@@ -90,10 +94,10 @@ void set_bf16_dot(bool on) noexcept;
 template <class A>
 struct bf16_project {
   void operator()(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const std::uint16_t* panels,
-                  const float* bias, std::size_t N, float* c, std::size_t ldc) const noexcept;
+                  const float* bias, std::size_t N, float* c, std::size_t ldc, bool gelu = false) const noexcept;
   /// The same with f16 panels (F16C on AVX2 and AVX-512, element by element on SSE2).
   void f16(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const std::uint16_t* panels,
-           const float* bias, std::size_t N, float* c, std::size_t ldc) const noexcept;
+           const float* bias, std::size_t N, float* c, std::size_t ldc, bool gelu = false) const noexcept;
 };
 
 /// The vdpbf16ps kernel (project_bf16_dot.cpp, compiled with -mavx512bf16): `xb` the rows of X

@@ -3,7 +3,7 @@
 // Why it looks the way it does:
 //  - Bit-identity with the f32 kernel on the widened weights: each element is one FMA chain
 //    (AK::fmadd: fused on AVX2/AVX-512, mul + add on SSE2) from the bias over k in order, with
-//    FTZ/DAZ set as that kernel sets them. A bf16 -> f32 widening is exact (a shift), so holding
+//    FTZ/DAZ set as that kernel sets them; `gelu` the f32 kernel's epilogue (AK::gelu) on the sums. A bf16 -> f32 widening is exact (a shift), so holding
 //    the weights in bf16 changes memory and speed, never a bit of the result.
 //  - A k-pair of W columns is one W-lane u32 load: the even k is the low half (<< 16), the odd k
 //    the high half (& 0xffff0000). The halves run one after the other so only GV weight vectors
@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #include "kernels/attention_simd_ak.hpp"
+#include "kernels/attention_simd_project.hpp"  // AK::gelu: the f32 kernel's GELU epilogue
 #include "headsep/safetensors.hpp"  // f16_to_f32 (SSE2)
 #include "kernels/packed_linear.hpp"
 
@@ -68,7 +69,14 @@ struct K16 {
     }
   }
 
-  template <bool F16, std::size_t R>
+  /// GELU from the stack tile t (rows x GV vectors) into C: the f32 kernel's epilogue (AK::gelu,
+  /// out of line for the same reason as AK::gelu_tile: its constants would take the k loop's registers).
+  [[gnu::noinline]] static void gelu_tile(const float* t, float* c, std::size_t ldc, std::size_t rows) noexcept {
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t j = 0; j < GV; ++j) AK::gelu(B::load_aligned(t + (r * GV + j) * W)).store_unaligned(c + r * ldc + j * W);
+  }
+
+  template <bool F16, bool G, std::size_t R>
   static void tile(const float* x, std::size_t ldx, std::size_t K, const std::uint16_t* bp, std::size_t c0,
                    const float* bias, float* c, std::size_t ldc) noexcept {
     const std::size_t KP = bf16_pairs(K);
@@ -90,19 +98,26 @@ struct K16 {
     };
     for (std::size_t q = 0; q < K / 2; ++q) step(q, 0), step(q, 1);
     if (K % 2) step(K / 2, 0);  // (the padded odd half is never read)
-    for (std::size_t r = 0; r < R; ++r)
-      for (std::size_t j = 0; j < GV; ++j) acc[r][j].store_unaligned(c + r * ldc + j * W);
+    if constexpr (G) {
+      alignas(64) float t[R * GV * W];
+      for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t j = 0; j < GV; ++j) acc[r][j].store_aligned(t + (r * GV + j) * W);
+      gelu_tile(t, c, ldc, R);
+    } else {
+      for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t j = 0; j < GV; ++j) acc[r][j].store_unaligned(c + r * ldc + j * W);
+    }
   }
 
-  template <bool F16, std::size_t R>
+  template <bool F16, bool G, std::size_t R>
   static void rows(std::size_t n, const float* x, std::size_t ldx, std::size_t K, const std::uint16_t* bp,
                    std::size_t c0, const float* bias, float* c, std::size_t ldc) noexcept {
     if constexpr (R > 1)
-      if (n < R) return rows<F16, R - 1>(n, x, ldx, K, bp, c0, bias, c, ldc);
-    tile<F16, R>(x, ldx, K, bp, c0, bias, c, ldc);
+      if (n < R) return rows<F16, G, R - 1>(n, x, ldx, K, bp, c0, bias, c, ldc);
+    tile<F16, G, R>(x, ldx, K, bp, c0, bias, c, ldc);
   }
 
-  template <bool F16>
+  template <bool F16, bool G>
   static void project(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const std::uint16_t* panels,
                       const float* bias, std::size_t N, float* c, std::size_t ldc) noexcept {
     if (M == 0 || N == 0) return;
@@ -116,9 +131,9 @@ struct K16 {
         for (std::size_t m0 = 0; m0 < M; m0 += GMR) {
           const std::size_t R = M - m0 < GMR ? M - m0 : GMR;
           if (cols == SW) {
-            rows<F16, GMR>(R, x + m0 * ldx, ldx, K, bp, c0, bias + col, c + m0 * ldc + col, ldc);
+            rows<F16, G, GMR>(R, x + m0 * ldx, ldx, K, bp, c0, bias + col, c + m0 * ldc + col, ldc);
           } else {  // the last columns through a stack tile: nothing past column N is written
-            rows<F16, GMR>(R, x + m0 * ldx, ldx, K, bp, c0, bias + col, tmp, SW);
+            rows<F16, G, GMR>(R, x + m0 * ldx, ldx, K, bp, c0, bias + col, tmp, SW);
             for (std::size_t r = 0; r < R; ++r)
               for (std::size_t j = 0; j < cols; ++j) c[(m0 + r) * ldc + col + j] = tmp[r * SW + j];
           }
@@ -133,14 +148,16 @@ struct K16 {
 template <class A>
 void bf16_project<A>::operator()(const float* x, std::size_t ldx, std::size_t M, std::size_t K,
                                  const std::uint16_t* panels, const float* bias, std::size_t N, float* c,
-                                 std::size_t ldc) const noexcept {
-  bf16_detail::K16<A>::template project<false>(x, ldx, M, K, panels, bias, N, c, ldc);
+                                 std::size_t ldc, bool gelu) const noexcept {
+  if (gelu) return bf16_detail::K16<A>::template project<false, true>(x, ldx, M, K, panels, bias, N, c, ldc);
+  bf16_detail::K16<A>::template project<false, false>(x, ldx, M, K, panels, bias, N, c, ldc);
 }
 
 template <class A>
 void bf16_project<A>::f16(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const std::uint16_t* panels,
-                          const float* bias, std::size_t N, float* c, std::size_t ldc) const noexcept {
-  bf16_detail::K16<A>::template project<true>(x, ldx, M, K, panels, bias, N, c, ldc);
+                          const float* bias, std::size_t N, float* c, std::size_t ldc, bool gelu) const noexcept {
+  if (gelu) return bf16_detail::K16<A>::template project<true, true>(x, ldx, M, K, panels, bias, N, c, ldc);
+  bf16_detail::K16<A>::template project<true, false>(x, ldx, M, K, panels, bias, N, c, ldc);
 }
 
 }  // namespace headsep::kernels

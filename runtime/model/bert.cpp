@@ -13,13 +13,14 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "headsep/error.hpp"
 #include "headsep/safetensors.hpp"
 #include "kernels/attention_simd.hpp"
-#include "kernels/gelu.hpp"
+#include "kernels/packed_linear.hpp"
 #include "model/weights.hpp"
 #include "support/json_input.hpp"
 #include "support/text_util.hpp"
@@ -30,7 +31,7 @@ namespace {
 using model::json;
 using model::json_str;
 using model::json_uint;
-using model::pack_linear;
+using model::pack_linear;  // (the typed one: kernels::PackedLinear)
 
 /// An encoder family's tensor names (BERT's are RoBERTa's and XLM-R's): as the decoders' table
 /// (model/family.hpp), a row per naming. `prefix` is optional in a folder (a base model's save).
@@ -129,7 +130,31 @@ BertConfig BertConfig::parse(const std::string& text, const std::string& file) {
   return c;
 }
 
-BertModel BertModel::load(const std::filesystem::path& dir) {
+/// What an encoder holds: its products (kernels::PackedLinear, in the dtype load chose), norms
+/// (f32) and embedding tables (model::HeldTable: f32, or bf16/f16 as the products).
+struct BertModel::Weights {
+  struct Layer {
+    kernels::PackedLinear qkv, out, ffn1, ffn2;
+    std::vector<float> ln1_g, ln1_b, ln2_g, ln2_b;
+  };
+  model::HeldTable word, pos, type;  // type empty: no token types (DistilBERT)
+  std::vector<float> emb_g, emb_b;
+  std::vector<Layer> layers;
+  mutable std::vector<float> word_f32;  // input_embeddings()' widened copy of a 16-bit table
+  mutable std::once_flag widen_once;
+};
+
+const float* BertModel::input_embeddings() const noexcept {
+  const model::HeldTable& t = held_->word;
+  if (t.type == kernels::WeightType::f32) return t.f32.data();
+  std::call_once(held_->widen_once, [&] {
+    held_->word_f32.resize(t.h16.size());
+    model::widen_16(t.type, t.h16.data(), t.h16.size(), held_->word_f32.data());
+  });
+  return held_->word_f32.data();
+}
+
+BertModel BertModel::load(const std::filesystem::path& dir, WeightDType dtype) {
   const std::string cfg_file = (dir / "config.json").string();
   std::ifstream in(dir / "config.json", std::ios::binary);
   if (!in) throw Error(cfg_file + ": cannot open (a model folder needs config.json and model.safetensors)");
@@ -144,7 +169,9 @@ BertModel BertModel::load(const std::filesystem::path& dir) {
   m.shape_.vocab_size = c.vocab_size, m.shape_.hidden = c.hidden, m.shape_.layers = c.layers;
   m.shape_.heads = m.shape_.kv_heads = c.heads, m.shape_.head_dim = c.head_dim();
   m.shape_.max_positions = c.max_positions;
-  const SafeTensors st(dir / "model.safetensors");
+  // Tensor by tensor (FolderWeights gives each one's pages back once read): a bf16 folder is
+  // never widened whole, at most one matrix at a time in f32 before it is packed.
+  const model::FolderWeights st(dir);
   std::string prefix;
   const std::string word = std::string(nm.word) + ".weight";
   std::string own = nm.prefix;
@@ -152,48 +179,80 @@ BertModel BertModel::load(const std::filesystem::path& dir) {
   if (!st.contains(word) && st.contains(own + word)) prefix = own;
   const std::uint64_t D = c.hidden, I = c.intermediate;
   auto read = [&](const std::string& name, std::vector<std::uint64_t> dims, const std::string& formula) {
-    return st.read_f32(prefix + name, ShapeSpec{std::move(dims), formula});
+    return st.read(prefix + name, std::move(dims), formula);
+  };
+  auto table = [&](const std::string& name, std::uint64_t rows, const std::string& formula) {
+    return model::HeldTable::read(st, prefix + name, rows, D, formula, dtype);
+  };
+  /// How the product of nn.Linear weights `names` is held (all BF16 in the folder: bf16 with auto).
+  auto type_of = [&](std::initializer_list<std::string> names) {
+    const DType first = st.dtype(prefix + *names.begin());
+    bool mixed = false;
+    for (const auto& n : names) mixed = mixed || st.dtype(prefix + n) != first;
+    return model::hold_type(dtype, first, mixed);
   };
   const std::string n = std::string(nm.layer);
   const auto w_ = [&](const char* s) { return std::string(s) + ".weight"; };
   const auto b_ = [&](const char* s) { return std::string(s) + ".bias"; };
   const std::uint64_t rows = c.max_positions + (c.roberta_positions ? c.padding_idx + 1 : 0);
-  m.word_ = read(w_(nm.word), {c.vocab_size, D}, "[vocab_size, hidden_size]");
-  m.pos_ = read(w_(nm.pos), {rows, D}, "[max_position_embeddings, hidden_size]");
-  if (nm.type) m.type_ = read(w_(nm.type), {c.type_vocab_size, D}, "[type_vocab_size, hidden_size]");
-  m.emb_g_ = read(w_(nm.emb_ln), {D}, "[hidden_size]");
-  m.emb_b_ = read(b_(nm.emb_ln), {D}, "[hidden_size]");
+  auto w = std::make_shared<Weights>();
+  w->word = table(w_(nm.word), c.vocab_size, "[vocab_size, hidden_size]");
+  w->pos = table(w_(nm.pos), rows, "[max_position_embeddings, hidden_size]");
+  if (nm.type) w->type = table(w_(nm.type), c.type_vocab_size, "[type_vocab_size, hidden_size]");
+  w->emb_g = read(w_(nm.emb_ln), {D}, "[hidden_size]");
+  w->emb_b = read(b_(nm.emb_ln), {D}, "[hidden_size]");
+  const std::string DD = "[hidden_size, hidden_size]", Dv = "[hidden_size]";
   for (std::uint32_t l = 0; l < c.layers; ++l) {
     const std::string p = n + std::to_string(l) + ".";
-    auto wq = read(p + w_(nm.q), {D, D}, "[hidden_size, hidden_size]");
-    auto wk = read(p + w_(nm.k), {D, D}, "[hidden_size, hidden_size]");
-    auto wv = read(p + w_(nm.v), {D, D}, "[hidden_size, hidden_size]");
-    auto bq = read(p + b_(nm.q), {D}, "[hidden_size]");
-    auto bk = read(p + b_(nm.k), {D}, "[hidden_size]");
-    auto bv = read(p + b_(nm.v), {D}, "[hidden_size]");
-    auto wo = read(p + w_(nm.o), {D, D}, "[hidden_size, hidden_size]");
-    auto bo = read(p + b_(nm.o), {D}, "[hidden_size]");
-    auto w1 = read(p + w_(nm.ffn1), {I, D}, "[intermediate_size, hidden_size]");
-    auto b1 = read(p + b_(nm.ffn1), {I}, "[intermediate_size]");
-    auto w2 = read(p + w_(nm.ffn2), {D, I}, "[hidden_size, intermediate_size]");
-    auto b2 = read(p + b_(nm.ffn2), {D}, "[hidden_size]");
-    Layer L;
-    L.ln1_g = read(p + w_(nm.ln1), {D}, "[hidden_size]");
-    L.ln1_b = read(p + b_(nm.ln1), {D}, "[hidden_size]");
-    L.ln2_g = read(p + w_(nm.ln2), {D}, "[hidden_size]");
-    L.ln2_b = read(p + b_(nm.ln2), {D}, "[hidden_size]");
-    // Q | K | V stacked as one [3D][D] linear.
-    std::vector<float> wqkv;
-    wqkv.reserve(3 * D * D);
-    for (auto* w : {&wq, &wk, &wv}) wqkv.insert(wqkv.end(), w->begin(), w->end());
+    Weights::Layer L;
+    // Q | K | V stacked as one [3D][D] linear: in 16 bits packed part by part (no f32 copy of all three).
     std::vector<float> bqkv;
-    for (auto* b : {&bq, &bk, &bv}) bqkv.insert(bqkv.end(), b->begin(), b->end());
-    L.qkv = pack_linear(wqkv, bqkv, 3 * D, D);
-    L.out = pack_linear(wo, bo, D, D);
-    L.ffn1 = pack_linear(w1, b1, I, D);
-    L.ffn2 = pack_linear(w2, b2, D, I);
-    m.layers_.push_back(std::move(L));
+    const auto qkv = type_of({p + w_(nm.q), p + w_(nm.k), p + w_(nm.v)});
+    if (qkv == kernels::WeightType::f32) {
+      std::vector<float> wqkv;
+      wqkv.reserve(3 * D * D);
+      for (const char* s : {nm.q, nm.k, nm.v}) {
+        const auto part = read(p + w_(s), {D, D}, DD);
+        wqkv.insert(wqkv.end(), part.begin(), part.end());
+      }
+      for (const char* s : {nm.q, nm.k, nm.v}) {
+        const auto b = read(p + b_(s), {D}, Dv);
+        bqkv.insert(bqkv.end(), b.begin(), b.end());
+      }
+      L.qkv = pack_linear(wqkv, bqkv, 3 * D, D, qkv);
+    } else {
+      L.qkv = kernels::alloc_linear_bf16(3 * D, D, qkv);
+      std::size_t row0 = 0;
+      for (const char* s : {nm.q, nm.k, nm.v}) {
+        const auto part = read(p + w_(s), {D, D}, DD);
+        const auto b = read(p + b_(s), {D}, Dv);
+        kernels::pack_rows_bf16(L.qkv, part.data(), b.data(), row0, D);
+        row0 += D;
+      }
+    }
+    auto linear = [&](const char* s, std::uint64_t out, std::uint64_t in, const std::string& formula) {
+      const auto t = type_of({p + w_(s)});
+      const auto wt = read(p + w_(s), {out, in}, "[" + formula + "]");
+      return pack_linear(wt, read(p + b_(s), {out}, "[" + formula.substr(0, formula.find(',')) + "]"), out, in, t);
+    };
+    L.out = linear(nm.o, D, D, "hidden_size, hidden_size");
+    L.ffn1 = linear(nm.ffn1, I, D, "intermediate_size, hidden_size");
+    L.ffn2 = linear(nm.ffn2, D, I, "hidden_size, intermediate_size");
+    L.ln1_g = read(p + w_(nm.ln1), {D}, Dv);
+    L.ln1_b = read(p + b_(nm.ln1), {D}, Dv);
+    L.ln2_g = read(p + w_(nm.ln2), {D}, Dv);
+    L.ln2_b = read(p + b_(nm.ln2), {D}, Dv);
+    w->layers.push_back(std::move(L));
+    model::give_back_freed();
   }
+  model::MemoryCount count;
+  for (const Weights::Layer& L : w->layers) {
+    for (const auto* p : {&L.qkv, &L.out, &L.ffn1, &L.ffn2}) count.add(*p);
+    count.add_bytes((L.ln1_g.size() + L.ln1_b.size() + L.ln2_g.size() + L.ln2_b.size()) * sizeof(float));
+  }
+  count.add_bytes(w->word.bytes() + w->pos.bytes() + w->type.bytes() + (w->emb_g.size() + w->emb_b.size()) * sizeof(float));
+  m.held_ = std::move(w);
+  m.memory_ = count.done(st.data_bytes());
   const std::uint32_t H = c.heads, dh = c.head_dim(), H1 = H + 1;
   m.cols_.assign(5 * std::size_t(H1), 0);
   for (std::uint32_t h = 0; h <= H; ++h) {
@@ -248,47 +307,51 @@ void BertModel::run_group(const std::uint32_t* ids, const std::uint64_t* token_o
   s.x.resize(T * D);
   s.qkv.resize(T * 3 * D + kernels::kAttnMaxLanes);
   s.ctx.resize(T * D);
-  s.h1.resize(T * D);
   s.inter.resize(T * I);
   float* x = s.x.data();
+  const Weights& wt = *held_;
   s.clock.to(ForwardPart::embed);
   // Embeddings: word + position (within the report; RoBERTa's after padding_idx) + token type 0
-  // (none for DistilBERT), then LayerNorm.
+  // (none for DistilBERT), then LayerNorm. A 16-bit table's rows are widened (exactly) into h1.
+  s.h1.resize(3 * D);
+  float* buf = s.h1.data();
+  const float* type = wt.type.empty() ? nullptr : wt.type.row(0, buf + 2 * D);
   for (std::size_t r = r0; r < r1; ++r) {
     std::size_t seen = 0;  // RoBERTa: non-padding tokens so far
     for (std::uint64_t t = token_offset[r]; t < token_offset[r + 1]; ++t) {
       float* row = x + (t - t0) * D;
-      const float* w = word_.data() + std::size_t(ids[t]) * D;
+      const float* w = wt.word.row(ids[t], buf);
       std::size_t pos = t - token_offset[r];
       if (cfg_.roberta_positions) pos = ids[t] == cfg_.padding_idx ? cfg_.padding_idx : cfg_.padding_idx + 1 + seen++;
-      const float* p = pos_.data() + pos * D;
-      if (type_.empty())
+      const float* p = wt.pos.row(pos, buf + D);
+      if (!type)
         for (std::size_t i = 0; i < D; ++i) row[i] = w[i] + p[i];
       else
-        for (std::size_t i = 0; i < D; ++i) row[i] = w[i] + p[i] + type_[i];
+        for (std::size_t i = 0; i < D; ++i) row[i] = w[i] + p[i] + type[i];
     }
   }
-  layer_norm_rows(level, x, nullptr, T, D, emb_g_.data(), emb_b_.data(), cfg_.layer_norm_eps);
+  s.h1.resize(T * D);
+  layer_norm_rows(level, x, nullptr, T, D, wt.emb_g.data(), wt.emb_b.data(), cfg_.layer_norm_eps);
   if (all_hidden) std::memcpy(all_hidden + (t0 - base) * D, x, T * D * sizeof(float));
 
-  for (std::size_t l = 0; l < layers_.size(); ++l) {
-    const Layer& L = layers_[l];
+  for (std::size_t l = 0; l < wt.layers.size(); ++l) {
+    const Weights::Layer& L = wt.layers[l];
     const BertLayerOut& o = layers[l];
     // Each product also prefetches the first panel of the next one (weights come from L3/DRAM);
-    // the last layer's, layer 0's for the next group of reports.
-    const float* next_qkv = layers_[(l + 1) % layers_.size()].qkv.get();
+    // the last layer's, layer 0's for the next group of reports. (f32 products only.)
+    const kernels::PackedLinear& next_qkv = wt.layers[(l + 1) % wt.layers.size()].qkv;
     s.clock.to(ForwardPart::products);
-    kernels::project_rows(level, x, D, T, D, L.qkv.get(), 3 * D, s.qkv.data(), 3 * D, L.out.get(), D);
+    kernels::project_rows(level, x, D, T, D, L.qkv, 3 * D, s.qkv.data(), 3 * D, &L.out);
     s.clock.to(ForwardPart::attention);
     model::attend_reports(in, token_offset, r0, r1, s.qkv.data(), axis, o, level, dh, s.ctx.data(), s,
                           {directions, l, x, D});
     s.clock.to(ForwardPart::products);
-    kernels::project_rows(level, s.ctx.data(), D, T, D, L.out.get(), D, s.h1.data(), D, L.ffn1.get(), D);
+    kernels::project_rows(level, s.ctx.data(), D, T, D, L.out, D, s.h1.data(), D, &L.ffn1);
     s.clock.to(ForwardPart::norm);  // (the residual add fused)
     layer_norm_rows(level, s.h1.data(), x, T, D, L.ln1_g.data(), L.ln1_b.data(), cfg_.layer_norm_eps);
     s.clock.to(ForwardPart::products);  // (GELU fused into the first FFN product)
-    kernels::project_rows(level, s.h1.data(), D, T, D, L.ffn1.get(), I, s.inter.data(), I, L.ffn2.get(), I, true);
-    kernels::project_rows(level, s.inter.data(), I, T, I, L.ffn2.get(), D, x, D, next_qkv, D);
+    kernels::project_rows(level, s.h1.data(), D, T, D, L.ffn1, I, s.inter.data(), I, &L.ffn2, true);
+    kernels::project_rows(level, s.inter.data(), I, T, I, L.ffn2, D, x, D, &next_qkv);
     s.clock.to(ForwardPart::norm);
     layer_norm_rows(level, x, s.h1.data(), T, D, L.ln2_g.data(), L.ln2_b.data(), cfg_.layer_norm_eps);
     s.clock.to(ForwardPart::residual);

@@ -11,11 +11,10 @@
 #include <mutex>
 
 #include "headsep/error.hpp"
-#include "headsep/safetensors.hpp"  // f16_to_f32
+#include "headsep/safetensors.hpp"
 #include "kernels/attention_simd.hpp"
 #include "kernels/packed_linear.hpp"
 #include "model/family.hpp"
-#include "profile/memory.hpp"
 
 namespace headsep::model {
 namespace {
@@ -68,12 +67,7 @@ class TableDecoder final : public Decoder {
   mutable std::vector<float> embed_;  // f32 table, or (bf16 held) input_embeddings()'s widened copy
   std::vector<std::uint16_t> embed16_;  // the table as bf16 or f16 (embed_type_), as the products are held
   kernels::WeightType embed_type_ = kernels::WeightType::f32;
-  void widen_row(const std::uint16_t* in, std::size_t n, float* out) const noexcept {
-    if (embed_type_ == kernels::WeightType::f16)
-      for (std::size_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);
-    else
-      for (std::size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(std::uint32_t(in[i]) << 16);
-  }
+  void widen_row(const std::uint16_t* in, std::size_t n, float* out) const noexcept { widen_16(embed_type_, in, n, out); }
   mutable std::once_flag widen_once_;
   std::vector<float> positions_;
   Norm final_;
@@ -88,26 +82,19 @@ TableDecoder::TableDecoder(const std::filesystem::path& dir, DecoderSpec spec, W
   const FolderWeights w(dir);
   load(w, dtype);
   set_heads();
-  memory_.file = w.data_bytes();
-  bool types[3] = {};  // f32, bf16, f16 (WeightType's order)
-  auto count = [&](const kernels::PackedLinear& p) {
-    memory_.held += p.bytes();
-    types[static_cast<int>(p.type)] = true;
-  };
+  MemoryCount count;
   for (const Layer& L : layers_) {
     for (const auto* p : {&L.qkv, &L.out, &L.up, &L.down, &L.router})
-      if (*p) count(*p);
-    for (const auto& p : L.expert_up) count(p);
-    for (const auto& p : L.expert_down) count(p);
+      if (*p) count.add(*p);
+    for (const auto& p : L.expert_up) count.add(p);
+    for (const auto& p : L.expert_down) count.add(p);
     for (const auto* n : {&L.attn_in, &L.attn_out, &L.mlp_in, &L.mlp_out})
-      memory_.held += (n->g.size() + n->b.size()) * sizeof(float);
-    memory_.held += (L.q_norm.size() + L.k_norm.size()) * sizeof(float);
+      count.add_bytes((n->g.size() + n->b.size()) * sizeof(float));
+    count.add_bytes((L.q_norm.size() + L.k_norm.size()) * sizeof(float));
   }
-  memory_.held += (embed_.size() + positions_.size() + final_.g.size() + final_.b.size()) * sizeof(float) +
-                  embed16_.size() * sizeof(std::uint16_t);
-  for (int t = 0; t < 3; ++t)
-    if (types[t]) memory_.linear += (memory_.linear.empty() ? "" : "+") + std::string(t == 0 ? "f32" : t == 1 ? "bf16" : "f16");
-  memory_.rss_loaded = prof::rss_bytes(), memory_.peak_loaded = prof::peak_rss_bytes();
+  count.add_bytes((embed_.size() + positions_.size() + final_.g.size() + final_.b.size()) * sizeof(float) +
+                  embed16_.size() * sizeof(std::uint16_t));
+  memory_ = count.done(w.data_bytes());
 }
 
 /// The tensors of one folder through the family's names.
@@ -169,11 +156,7 @@ class Reader {
     common_ = seen_ ? common_ : d, seen_ = true;
   }
   /// --dtype bf16: bf16; f32: f32; auto: a product whose every tensor is BF16 (F16) in bf16 (f16).
-  kernels::WeightType choose(DType common, bool mixed) const {
-    if (dtype_ != WeightDType::automatic) return dtype_ == WeightDType::bf16 ? kernels::WeightType::bf16 : kernels::WeightType::f32;
-    if (mixed) return kernels::WeightType::f32;
-    return common == DType::BF16 ? kernels::WeightType::bf16 : common == DType::F16 ? kernels::WeightType::f16 : kernels::WeightType::f32;
-  }
+  kernels::WeightType choose(DType common, bool mixed) const { return hold_type(dtype_, common, mixed); }
 };
 
 /// Rows [first, first + n) of a [rows][in] matrix (and of its bias, when there is one).

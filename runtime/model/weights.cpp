@@ -4,6 +4,9 @@
 
 #include <bit>
 #include <cmath>
+#if defined(__GLIBC__)
+#include <malloc.h>  // malloc_trim
+#endif
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +14,7 @@
 #include "headsep/error.hpp"
 #include "kernels/attention_simd.hpp"
 #include "model/family.hpp"
+#include "profile/memory.hpp"
 #include "support/json_input.hpp"
 #include "support/text_util.hpp"
 
@@ -187,6 +191,50 @@ std::uint64_t FolderWeights::data_bytes() const noexcept {
   return n;
 }
 
+kernels::WeightType hold_type(WeightDType dtype, DType common, bool mixed) noexcept {
+  if (dtype != WeightDType::automatic) return dtype == WeightDType::bf16 ? kernels::WeightType::bf16 : kernels::WeightType::f32;
+  if (mixed) return kernels::WeightType::f32;
+  return common == DType::BF16 ? kernels::WeightType::bf16 : common == DType::F16 ? kernels::WeightType::f16 : kernels::WeightType::f32;
+}
+
+void widen_16(kernels::WeightType type, const std::uint16_t* in, std::size_t n, float* out) noexcept {
+  if (type == kernels::WeightType::f16)
+    for (std::size_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);
+  else
+    for (std::size_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(std::uint32_t(in[i]) << 16);
+}
+
+HeldTable HeldTable::read(const FolderWeights& w, const std::string& name, std::uint64_t rows, std::uint64_t width,
+                          const std::string& formula, WeightDType dtype) {
+  HeldTable t;
+  t.type = hold_type(dtype, w.dtype(name));
+  t.width = width;
+  if (t.type == kernels::WeightType::f32) t.f32 = w.read(name, {rows, width}, formula);
+  else t.h16 = w.read_16(name, {rows, width}, formula, t.type == kernels::WeightType::f16 ? DType::F16 : DType::BF16);
+  return t;
+}
+
+void MemoryCount::add(const kernels::PackedLinear& p) {
+  m_.held += p.bytes();
+  types_[static_cast<int>(p.type)] = true;
+}
+
+void give_back_freed() noexcept {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+WeightMemory MemoryCount::done(std::uint64_t file) {
+  give_back_freed();
+  m_.file = file;
+  m_.linear.clear();
+  for (int t = 0; t < 3; ++t)
+    if (types_[t]) m_.linear += (m_.linear.empty() ? "" : "+") + std::string(t == 0 ? "f32" : t == 1 ? "bf16" : "f16");
+  m_.rss_loaded = prof::rss_bytes(), m_.peak_loaded = prof::peak_rss_bytes();
+  return m_;
+}
+
 }  // namespace model
 
 std::string_view to_string(WeightDType t) noexcept {
@@ -214,11 +262,7 @@ std::unique_ptr<Architecture> load_model(const std::filesystem::path& dir, Weigh
                 "): headsep reads f32, f16 and bf16 weights");
   if (const model::Family* f = model::find_family(type))
     return model::load_table_decoder(dir, model::read_decoder_spec(*f, j, file), dtype);
-  if (type.empty() || is_encoder_model_type(type)) {
-    if (dtype == WeightDType::bf16)
-      throw UsageError(file + ": --dtype bf16 is for decoders; an encoder (model_type '" + type + "') holds f32 weights");
-    return std::make_unique<BertModel>(BertModel::load(dir));
-  }
+  if (type.empty() || is_encoder_model_type(type)) return std::make_unique<BertModel>(BertModel::load(dir, dtype));
   std::string known = "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\"";
   for (const model::Family& f : model::families()) known += std::string(", \"") + f.model_type + "\"";
   throw Error(file + ": unsupported architecture (model_type '" + type + "'): headsep runs " + known);

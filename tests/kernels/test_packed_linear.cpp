@@ -11,6 +11,7 @@
 
 #include "kernels/levels_under_test.hpp"
 #include "headsep/safetensors.hpp"  // f16_to_f32
+#include "kernels/gelu.hpp"
 #include "kernels/packed_linear.hpp"
 #include "test_util.hpp"
 
@@ -102,7 +103,8 @@ TEST_CASE("round_f16: every f16 value back to itself, nearest even between them"
 TEST_CASE("bf16 panels, widened: at every level the bits of the f32 kernel on the same weights", "[kernels][bf16]") {
   // The widening is exact and the chain per element the f32 kernel's, so any difference is a bug
   // (the AVX-512 level with vdpbf16ps switched off: what a CPU without AVX512-BF16 runs). f16
-  // panels the same way (weights that are f16 values: F16C's widening is exact too).
+  // panels the same way (weights that are f16 values: F16C's widening is exact too). With `gelu`
+  // (an encoder's first FFN product) the f32 kernel's fused epilogue, bit for bit.
   const DotSwitch off(false);
   std::mt19937 rng(11);
   std::size_t failures = 0;
@@ -120,17 +122,18 @@ TEST_CASE("bf16 panels, widened: at every level the bits of the f32 kernel on th
                            : kernels::pack_linear_bf16(cs.w.data(), cs.bias.data(), N, K);
       const auto p32 = kernels::pack_linear_f32(cs.w.data(), cs.bias.data(), N, K);
       for (std::size_t M : kMs)
-        for (auto level : levels_under_test()) {
+        for (auto level : levels_under_test())
+        for (const bool gelu : {false, true}) {
           std::vector<float> a(M * cs.ldc, -7.0f), b(M * cs.ldc, -7.0f), one(cs.ldc, -7.0f);
-          kernels::project_rows(level, cs.x.data(), cs.ldx, M, K, p16, N, a.data(), cs.ldc);
-          kernels::project_rows(level, cs.x.data(), cs.ldx, M, K, p32, N, b.data(), cs.ldc);
+          kernels::project_rows(level, cs.x.data(), cs.ldx, M, K, p16, N, a.data(), cs.ldc, nullptr, gelu);
+          kernels::project_rows(level, cs.x.data(), cs.ldx, M, K, p32, N, b.data(), cs.ldc, nullptr, gelu);
           for (std::size_t m = 0; m < M; ++m) {
-            kernels::project_rows(level, cs.x.data() + m * cs.ldx, cs.ldx, 1, K, p16, N, one.data(), cs.ldc);
+            kernels::project_rows(level, cs.x.data() + m * cs.ldx, cs.ldx, 1, K, p16, N, one.data(), cs.ldc, nullptr, gelu);
             for (std::size_t n = 0; n < cs.ldc; ++n) {
               const float got = a[m * cs.ldc + n];
               const bool ok = n < N ? got == b[m * cs.ldc + n] && got == one[n] : got == -7.0f;
               if (!ok && ++failures <= 10)
-                FAIL_CHECK(to_string(level) << (f16 ? " f16" : "") << " M " << M << " K " << K << " N " << N << " [" << m << "][" << n << "]: " << got
+                FAIL_CHECK(to_string(level) << (f16 ? " f16" : "") << (gelu ? " gelu" : "") << " M " << M << " K " << K << " N " << N << " [" << m << "][" << n << "]: " << got
                                             << " vs f32 kernel " << b[m * cs.ldc + n] << ", alone " << one[n]);
             }
           }
@@ -145,7 +148,8 @@ TEST_CASE("bf16 panels with vdpbf16ps: X rounded to bf16 times the weights, with
     return;
   }
   // Each pair's products are exact in f32; the sum of K + 1 terms in f32, in whatever order the
-  // hardware pairs them, is within (K + 2)·u·Σ|terms| of the double sum. Rows independent.
+  // hardware pairs them, is within (K + 2)·u·Σ|terms| of the double sum. Rows independent. With
+  // `gelu`: gelu_ref of those sums (gelu_inplace's pass after the product).
   std::mt19937 rng(13);
   std::size_t failures = 0;
   for (std::size_t K : kKs)
@@ -153,16 +157,19 @@ TEST_CASE("bf16 panels with vdpbf16ps: X rounded to bf16 times the weights, with
       Case cs = make_case(rng, 17, K, N);
       const auto p16 = kernels::pack_linear_bf16(cs.w.data(), cs.bias.data(), N, K);
       for (std::size_t M : kMs) {
-        std::vector<float> a(M * cs.ldc, -7.0f), one(cs.ldc, -7.0f);
+        std::vector<float> a(M * cs.ldc, -7.0f), one(cs.ldc, -7.0f), g(M * cs.ldc, -7.0f);
         kernels::project_rows(SimdLevel::avx512, cs.x.data(), cs.ldx, M, K, p16, N, a.data(), cs.ldc);
+        kernels::project_rows(SimdLevel::avx512, cs.x.data(), cs.ldx, M, K, p16, N, g.data(), cs.ldc, nullptr, true);
         for (std::size_t m = 0; m < M; ++m) {
           kernels::project_rows(SimdLevel::avx512, cs.x.data() + m * cs.ldx, cs.ldx, 1, K, p16, N, one.data(), cs.ldc);
           for (std::size_t n = 0; n < cs.ldc; ++n) {
             const float got = a[m * cs.ldc + n];
             if (n >= N) {
-              if (got != -7.0f && ++failures <= 10) FAIL_CHECK("wrote column " << n << " >= N " << N);
+              if ((got != -7.0f || g[m * cs.ldc + n] != -7.0f) && ++failures <= 10) FAIL_CHECK("wrote column " << n << " >= N " << N);
               continue;
             }
+            if (g[m * cs.ldc + n] != kernels::gelu_ref(got) && ++failures <= 10)
+              FAIL_CHECK("gelu M " << M << " K " << K << " N " << N << " [" << m << "][" << n << "]: " << g[m * cs.ldc + n]);
             double ref = cs.bias[n], mag = std::fabs(cs.bias[n]);
             for (std::size_t k = 0; k < K; ++k) {
               const double t = double(bf16_value(cs.x[m * cs.ldx + k])) * cs.w[n * K + k];

@@ -159,4 +159,31 @@ inline std::string load_error(const fs::path& d) {
   return "(loaded)";
 }
 
+/// `run --model MODEL --profile` over a CSV of two 6-token reports (the ids written into `tmp`),
+/// without --dtype: the caller adds it.
+inline std::string dtype_job(testutil::TempDir& tmp, const fs::path& model) {
+  const std::string ids = tmp.file("ids.csv");
+  std::string csv = "report_id,scenario,token,token_id,d\n";
+  for (int t = 0; t < 12; ++t) csv += "r" + std::to_string(t / 6) + ",x,t," + std::to_string(3 + 17 * t % 290) + ",0.5\n";
+  testutil::write_file(ids, csv);
+  return "run -q -s csv -p path=" + testutil::shell_quote(ids) + " -p features=token_id,d -p weights=false --axes d=d --model " +
+         testutil::shell_quote(model.string()) + " --profile";
+}
+
+/// dtype_job with --dtype auto, f32 and bf16: the products' dtype (auto: `auto_held`) in the
+/// --profile line and the summary's options.
+inline void check_dtype_runs(testutil::TempDir& tmp, const std::string& job, const std::string& auto_held) {
+  for (const std::string dtype : {"auto", "f32", "bf16"}) {
+    const auto r = testutil::run_cli(job + " --dtype " + dtype + " --summary " + testutil::shell_quote(tmp.file("s.json")));
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const std::string held = dtype == "auto" ? auto_held : dtype;
+    CHECK_THAT(r.err, Catch::Contains("held (products " + held + ") from") && Catch::Contains("peak RSS"));
+    const auto j = nlohmann::json::parse(testutil::read_file(tmp.file("s.json")));
+    bool found = false;
+    for (const auto& o : j["run"]["options"].items()) found = found || (o.key() == "dtype" && o.value() == held);
+    CHECK(found);
+  }
+}
+
 }  // namespace decoder_test

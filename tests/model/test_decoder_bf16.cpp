@@ -81,9 +81,7 @@ TEST_CASE("bf16 and f16 folders stay so unless --dtype f32, and --dtype bf16 rou
   CHECK(load_model(fixture("gemma"), WeightDType::bf16)->weight_memory().linear == "bf16");
   const std::size_t gt = std::size_t(f16->shape().vocab_size) * f16->shape().hidden;
   CHECK(std::equal(f16->input_embeddings(), f16->input_embeddings() + gt, f16_widened->input_embeddings()));
-  // Encoders hold f32 (docs/MODEL.md): asking for bf16 is refused, not ignored.
-  CHECK_THROWS_WITH(load_model(fixture("roberta"), WeightDType::bf16), Catch::Contains("--dtype bf16 is for decoders"));
-  CHECK(load_model(fixture("roberta"), WeightDType::f32)->shape().model_type == "roberta");
+  // (Encoders: test_encoder_bf16.cpp.)
 }
 
 TEST_CASE("bf16 products with vdpbf16ps against transformers in f32 and in bf16", "[decoder][bf16]") {
@@ -163,24 +161,8 @@ TEST_CASE("bf16 decoder: reports grouped or alone give the same bits at every le
 
 TEST_CASE("run --model --dtype: the products' dtype in the summary, weights and peak RSS in --profile", "[decoder][bf16][cli]") {
   testutil::TempDir tmp;
-  const std::string ids = tmp.file("ids.csv");
-  std::string csv = "report_id,scenario,token,token_id,d\n";
-  for (int t = 0; t < 12; ++t) csv += "r" + std::to_string(t / 6) + ",x,t," + std::to_string(3 + 17 * t % 290) + ",0.5\n";
-  testutil::write_file(ids, csv);
-  const std::string job = "run -q -s csv -p path=" + testutil::shell_quote(ids) +
-                          " -p features=token_id,d -p weights=false --axes d=d --model " +
-                          testutil::shell_quote(fixture("llama-bf16").string()) + " --profile";
-  for (const char* dtype : {"auto", "f32", "bf16"}) {
-    const auto r = testutil::run_cli(job + " --dtype " + dtype + " --summary " + testutil::shell_quote(tmp.file("s.json")));
-    INFO(r.err);
-    REQUIRE(r.status == 0);
-    const std::string held = std::string(dtype) == "f32" ? "f32" : "bf16";
-    CHECK_THAT(r.err, Catch::Contains("held (products " + held + ") from") && Catch::Contains("peak RSS"));
-    const auto j = nlohmann::json::parse(testutil::read_file(tmp.file("s.json")));
-    bool found = false;
-    for (const auto& o : j["run"]["options"].items()) found = found || (o.key() == "dtype" && o.value() == held);
-    CHECK(found);
-  }
+  const std::string job = dtype_job(tmp, fixture("llama-bf16"));
+  check_dtype_runs(tmp, job, "bf16");
   const auto bad = testutil::run_cli(job + " --dtype f16");
   CHECK(bad.status != 0);
   CHECK_THAT(bad.err, Catch::Contains("expected auto, f32 or bf16"));

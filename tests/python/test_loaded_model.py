@@ -105,6 +105,40 @@ def test_dtype_holds_a_decoder_in_bf16_or_f32():
         headsep.model(LLAMA, dtype="f16")
 
 
+def bf16_copy(src, dst):
+    """src's folder with model.safetensors' F32 tensors rounded to BF16 (nearest even), the rest as is."""
+    import numpy as np
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("model.safetensors"))
+    with open(os.path.join(src, "model.safetensors"), "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header, data = json.loads(f.read(n)), f.read()
+    out, blobs, off = {}, [], 0
+    for name, t in sorted((k, v) for k, v in header.items() if k != "__metadata__"):
+        blob = data[t["data_offsets"][0]:t["data_offsets"][1]]
+        if t["dtype"] == "F32":
+            u = np.frombuffer(blob, dtype="<u4").astype(np.uint64)
+            blob, t = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2").tobytes(), dict(t, dtype="BF16")
+        out[name] = dict(t, data_offsets=[off, off + len(blob)])
+        blobs.append(blob)
+        off += len(blob)
+    h = json.dumps(out).encode()
+    with open(os.path.join(dst, "model.safetensors"), "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+    return dst
+
+
+def test_dtype_holds_an_encoder_in_bf16_or_f32(tmp_path):
+    # encoders as decoders (test_encoder_bf16.cpp: the bits of the widening path, vdpbf16ps' bounds)
+    assert headsep.model(MODEL).info["compute_dtype"] == "f32"
+    assert headsep.model(MODEL, dtype="bf16").info["compute_dtype"] == "bf16"
+    bf16 = bf16_copy(MODEL, str(tmp_path / "minilm-bf16"))
+    kept, widened = headsep.model(bf16), headsep.model(bf16, dtype="f32")
+    assert kept.info["compute_dtype"] == "bf16" and widened.info["compute_dtype"] == "f32"
+    assert "BF16" in str(kept.info["dtype"]) and "F32" in str(headsep.model(MODEL).info["dtype"])
+    a, b = kept.run(TEXTS, threads=1), widened.run(TEXTS, threads=1)
+    assert a._core.tokens == b._core.tokens
+
+
 def test_help_leads_somewhere():
     assert "headsep.model(" in headsep.__doc__ and "heads()" in headsep.__doc__ and "docs/PYTHON.md" in headsep.__doc__
     assert "(report, scenario, layer)" in headsep.ModelResult.rows.__doc__
