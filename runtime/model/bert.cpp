@@ -184,13 +184,7 @@ BertModel BertModel::load(const std::filesystem::path& dir, WeightDType dtype) {
   auto table = [&](const std::string& name, std::uint64_t rows, const std::string& formula) {
     return model::HeldTable::read(st, prefix + name, rows, D, formula, dtype);
   };
-  /// How the product of nn.Linear weights `names` is held (all BF16 in the folder: bf16 with auto).
-  auto type_of = [&](std::initializer_list<std::string> names) {
-    const DType first = st.dtype(prefix + *names.begin());
-    bool mixed = false;
-    for (const auto& n : names) mixed = mixed || st.dtype(prefix + n) != first;
-    return model::hold_type(dtype, first, mixed);
-  };
+
   const std::string n = std::string(nm.layer);
   const auto w_ = [&](const char* s) { return std::string(s) + ".weight"; };
   const auto b_ = [&](const char* s) { return std::string(s) + ".bias"; };
@@ -207,7 +201,7 @@ BertModel BertModel::load(const std::filesystem::path& dir, WeightDType dtype) {
     Weights::Layer L;
     // Q | K | V stacked as one [3D][D] linear: in 16 bits packed part by part (no f32 copy of all three).
     std::vector<float> bqkv;
-    const auto qkv = type_of({p + w_(nm.q), p + w_(nm.k), p + w_(nm.v)});
+    const auto qkv = model::hold_type(dtype, st, {prefix + p + w_(nm.q), prefix + p + w_(nm.k), prefix + p + w_(nm.v)});
     if (qkv == kernels::WeightType::f32) {
       std::vector<float> wqkv;
       wqkv.reserve(3 * D * D);
@@ -231,7 +225,7 @@ BertModel BertModel::load(const std::filesystem::path& dir, WeightDType dtype) {
       }
     }
     auto linear = [&](const char* s, std::uint64_t out, std::uint64_t in, const std::string& formula) {
-      const auto t = type_of({p + w_(s)});
+      const auto t = model::hold_type(dtype, st, {prefix + p + w_(s)});
       const auto wt = read(p + w_(s), {out, in}, "[" + formula + "]");
       return pack_linear(wt, read(p + b_(s), {out}, "[" + formula.substr(0, formula.find(',')) + "]"), out, in, t);
     };

@@ -129,12 +129,9 @@ class Reader {
     if (bias && b) *b = read(name + ".bias", {out}, "[" + formula.substr(0, formula.find(',')) + "]");
     return w;
   }
-  /// How to hold the product of nn.Linear weights `names` (before reading them).
-  kernels::WeightType type_of(std::initializer_list<std::string> names) const {
-    DType common = w_.dtype(prefix_ + *names.begin() + ".weight");
-    bool mixed = false;
-    for (const auto& n : names) mixed = mixed || w_.dtype(prefix_ + n + ".weight") != common;
-    return choose(common, mixed);
+  /// How to hold the product of nn.Linear weights `a` and `b` (before reading them).
+  kernels::WeightType type_of(const std::string& a, const std::string& b) const {
+    return hold_type(dtype_, w_, {prefix_ + a + ".weight", prefix_ + b + ".weight"});
   }
   /// How to hold the product of the weights linear() read since the last call: auto keeps bf16
   /// when all of them were BF16 in the folder, else f32.
@@ -246,7 +243,7 @@ void TableDecoder::load(const FolderWeights& fw, WeightDType dtype) {
     } else if (f.gate_up) {
       const auto gu = r.linear(p + f.gate_up, 2 * I, D, "2*" + inter + ", " + hid, spec_.mlp_bias, &bu);
       L.up = pack_linear(gu, bu, 2 * I, D, r.take_type());
-    } else if (const auto t = r.type_of({p + f.gate, p + f.up}); t != kernels::WeightType::f32) {
+    } else if (const auto t = r.type_of(p + f.gate, p + f.up); t != kernels::WeightType::f32) {
       // [gate | up] packed half by half: no f32 copy of both (the load's largest transient).
       std::vector<float> bg;
       L.up = kernels::alloc_linear_bf16(2 * I, D, t);

@@ -197,6 +197,13 @@ kernels::WeightType hold_type(WeightDType dtype, DType common, bool mixed) noexc
   return common == DType::BF16 ? kernels::WeightType::bf16 : common == DType::F16 ? kernels::WeightType::f16 : kernels::WeightType::f32;
 }
 
+kernels::WeightType hold_type(WeightDType dtype, const FolderWeights& w, std::initializer_list<std::string> names) {
+  const DType first = w.dtype(*names.begin());
+  bool mixed = false;
+  for (const auto& n : names) mixed = mixed || w.dtype(n) != first;
+  return hold_type(dtype, first, mixed);
+}
+
 void widen_16(kernels::WeightType type, const std::uint16_t* in, std::size_t n, float* out) noexcept {
   if (type == kernels::WeightType::f16)
     for (std::size_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -85,6 +86,8 @@ class FolderWeights {
 /// How load_model holds a product whose weights are all `common` in the folder (`mixed`: they are
 /// not all one dtype): --dtype bf16: bf16; f32: f32; auto: BF16 (F16) weights in bf16 (f16), else f32.
 kernels::WeightType hold_type(WeightDType dtype, DType common, bool mixed = false) noexcept;
+/// hold_type of the product made of tensors `names` of `w` (full names; not all one dtype: mixed).
+kernels::WeightType hold_type(WeightDType dtype, const FolderWeights& w, std::initializer_list<std::string> names);
 
 /// n bf16 (or f16, `type`) values widened to f32 (exact).
 void widen_16(kernels::WeightType type, const std::uint16_t* in, std::size_t n, float* out) noexcept;
