@@ -1,5 +1,5 @@
 // Private to bench_transcendental: exp and log over an array with one architecture's vectors, the
-// engine's own (AK<A>::exp_neg / log_pos, what the softmax, entropy and JS kernels call) and
+// engine's own (AK<A>::exp2_neg / log_pos, what the softmax, entropy and JS kernels call) and
 // xsimd's (xsimd::exp / xsimd::log). Included only by transcendental_<arch>.cpp, each compiled with
 // that architecture's flags; raw pointers only (no std:: code is emitted with AVX flags).
 #pragma once
@@ -18,7 +18,7 @@ struct Loops {
   static void exp_engine(const float* in, float* out, std::size_t n) noexcept {
     for (std::size_t i = 0; i < n; i += 4 * B::size)
       for (std::size_t u = 0; u < 4; ++u)
-        AK::exp_neg(B::load_aligned(in + i + u * B::size)).store_aligned(out + i + u * B::size);
+        AK::exp2_neg(B::load_aligned(in + i + u * B::size)).store_aligned(out + i + u * B::size);
   }
   static void log_engine(const float* in, float* out, std::size_t n) noexcept {
     for (std::size_t i = 0; i < n; i += 4 * B::size)

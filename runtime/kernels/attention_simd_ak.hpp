@@ -55,7 +55,7 @@ struct AK {
   };
 
   // ---- elementary functions and the W x W transpose (attention_simd_math.hpp) --------------
-  static B exp_neg(B y) noexcept;
+  static B exp2_neg(B t) noexcept;
   static B log_pos(B x) noexcept;
   static void softcap_row(float* s, std::size_t lv, float scale, float cap) noexcept;
   static float hmax(B v) noexcept;
@@ -84,6 +84,9 @@ struct AK {
   static float dot(const float* x, const float* y, std::size_t len) noexcept;
   /// softmax_row's CC for any number of axes (one dot product per axis after normalising).
   static constexpr std::size_t kAnyC = 5;
+  /// log2 e and ln 2 in f32; kExp2Min = -88·log2 e, the clamp of exp2_neg's argument (e^-88, under
+  /// the smallest normal float: the exps of masked scores, -inf, come out 0).
+  static constexpr float kLog2e = 1.44269504f, kLn2 = 0.693147181f, kExp2Min = -126.957161f;
   template <std::size_t CC>
   static void softmax_row(float* s, std::size_t lv, float scale, float m, const float* ax, std::size_t np,
                           std::size_t C, float* ctx, std::size_t ldc, float& z_out, float& tz_out) noexcept;

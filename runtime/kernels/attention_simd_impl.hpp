@@ -20,14 +20,15 @@
 // - A baseline whose Q and K columns are the heads' concatenated (the models') is scored as the
 //   sum of the heads' raw scores (H adds per score instead of a Σd_h-term dot product, and its K is
 //   not transposed): the heads run first, the baseline last.
-// - Softmax: exp(scale·(s - max)) with max subtracted (the max element gets exactly e^0 = 1, so the
-//   confidence max_k a is 1/Z), masked and padding lanes at -inf -> y clamped to -88 -> exactly 0.
-//   The entropy needs no per-element log: with y_k = scale·(s_k - max) and a_k = e^{y_k}/Z,
-//   -Σ a log a = log Z - Σ e^{y} y / Z, accumulated in the exp pass (with the context sums).
-//   Only the JS divergences need logs (H(M), one per key per pair of heads: 28 pairs x n² for 8
-//   heads, the largest cost after the two matrix products), so log is a table + short series
-//   (see log_pos), exp the Cephes polynomial times 2^n (AVX-512: a 2^(j/16) table, a cubic and
-//   vscalefps), ~2 ulp. Measured against xsimd::exp/log (bench_attention kernel/, AVX-512):
+// - Softmax: exp(scale·(s - max)) = 2^t, t = scale·log2 e·(s - max) in one FMA, max subtracted
+//   (the max element gets e^0 = 1 up to that FMA's rounding, so the confidence max_k a is 1/Z),
+//   masked and padding lanes at -inf -> t clamped to -88·log2 e -> exactly 0. The entropy needs
+//   no per-element log: with a_k = 2^{t_k}/Z, -Σ a ln a = ln Z - ln2·Σ 2^{t} t / Z, accumulated
+//   in the exp pass (with the context sums). Only the JS divergences need logs (H(M), one per key
+//   per pair of heads: 28 pairs x n² for 8 heads, the largest cost after the two matrix
+//   products), so log is a table + short series (see log_pos), 2^t the Cephes polynomial times
+//   2^n (AVX-512: a 2^(j/16) table, a cubic and vscalefps), ~2 ulp. 2^t, not e^y: t - round(t)
+//   is exact where y - k·ln2 took two FMAs, and the scaling FMA makes t directly. Measured against xsimd::exp/log (bench_attention kernel/, AVX-512):
 //   256x256x256x8 18.1 vs 29.5 ms per 8 reports, 2048x64x64x4 1.76 vs 2.49 ms per 32.
 // - The Q/K/V projections (project(), AttentionPlan's default) are a packed-panel GEMM: 8 rows x
 //   48 columns of accumulators on AVX-512, bias first, then Σ_k in order, so a row's result does

@@ -10,35 +10,33 @@
 namespace headsep::kernels {
 namespace attn_detail {
 
-/// e^y for -88 <= y <= 0. Below -87.3, where e^y is under the smallest normal float, 0 (or a
-/// subnormal on AVX-512): |diff| < 1e-38 from the reference.
-/// AVX-512: y log2 e = k + j/16 (vrndscaleps to sixteenths), e^y = 2^k · 2^(j/16) · e^r with
-/// |r| <= ln2/32, 2^(j/16) from a 16-entry in-register table and e^r by its Taylor series to r³
-/// (relative error 9e-9), 2^k by vscalefps (which also underflows to 0 by itself): 7 operations
-/// on the FMA pipes, where the Cephes polynomial (|r| <= ln2/2, degree 6, the other levels) took
-/// 10 (bench_transcendental exp/avx512-engine on Zen 4: 5.4 -> 7.7 G/s; max relative error
-/// 7.6e-8 -> 1.1e-7). The maximum of a softmax row (y = 0) stays exactly 1.
+/// 2^t for -126.96 <= t <= 0 (the callers clamp; a tiny t > 0 from rounding gives 1 + t·ln2). The
+/// softmax folds its scale and log2 e into the one FMA that makes t from a score, so the exp's own
+/// conversion multiply is gone, and t - round(t) is exact: no two-part (Cody-Waite) reduction.
+/// Below t = -125.9, where 2^t is near the smallest normal float, 0 (or a subnormal on AVX-512).
+/// AVX-512: t = k + j/16 + r (vrndscaleps to sixteenths), |r| <= 1/32, 2^(j/16) from a 16-entry
+/// in-register table and 2^r by its Taylor series to r³ (relative error 9e-9), 2^k by vscalefps
+/// (which also underflows to 0 by itself): 4 operations on Zen 4's FMA pipes, 4 on its add pipes
+/// (where the e^y form took 7 + 3). Other levels: the Cephes polynomial of e^(r·ln2), |r| <= 1/2.
 template <class A>
-inline auto AK<A>::exp_neg(B y) noexcept -> B {
+inline auto AK<A>::exp2_neg(B t) noexcept -> B {
   if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
     alignas(64) static constexpr float pow2_j16[16] = {
         1.0f,         1.04427373f, 1.09050775f, 1.13878858f, 1.18920708f, 1.24185777f, 1.29683959f, 1.35425556f,
         1.41421354f, 1.47682619f, 1.54221082f, 1.61049032f, 1.68179286f, 1.75625217f, 1.8340081f,  1.91520655f};
     // k + j/16 (round to nearest sixteenth: imm 4 << 4); its sixteenths land in the low 4 mantissa
     // bits of kq + 1.5·2^19 (ulp 1/16 there), which is all vpermps reads of an index.
-    const B kq(_mm512_roundscale_ps(y * B(1.44269504088896341f), (4 << 4) | _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const B kq(_mm512_roundscale_ps(t, (4 << 4) | _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     const __m512i j = _mm512_castps_si512(kq + B(786432.0f));
-    B r = fmadd(kq, B(-0.693359375f), y);  // kq·ln2 in two parts: the first product is exact
-    r = fmadd(kq, B(2.12194440e-4f), r);
-    const B t(_mm512_permutexvar_ps(j, _mm512_load_ps(pow2_j16)));
-    const B q = fmadd(fmadd(r, B(1.0f / 6.0f), B(0.5f)), r, B(1.0f));  // e^r = 1 + r·q
-    return B(_mm512_scalef_ps(fmadd(t * r, q, t), kq));                 // 2^floor(kq) · t·e^r
+    const B r = t - kq;  // exact (Sterbenz): kq is within 1/32 of t
+    const B tab(_mm512_permutexvar_ps(j, _mm512_load_ps(pow2_j16)));
+    const B q = fmadd(fmadd(r, B(0.0555041087f), B(0.240226507f)), r, B(0.693147181f));  // 2^r = 1 + r·q
+    return B(_mm512_scalef_ps(fmadd(tab * r, q, tab), kq));  // 2^floor(kq) · 2^(j/16) · 2^r
   } else {
     const B magic(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer in the low bits
-    const B t = fmadd(y, B(1.44269504088896341f), magic);
-    const B n = t - magic;
-    B r = fmadd(n, B(-0.693359375f), y);
-    r = fmadd(n, B(2.12194440e-4f), r);
+    const B tm = t + magic;
+    const B n = tm - magic;
+    const B r = (t - n) * B(0.693147181f);  // t - n exact; |r| <= ln2 / 2
     // The polynomial in Estrin's form: three short chains, not one of six dependent FMAs
     // (bench_transcendental on Zen 3: exp/avx2 +4.5 %, exp/sse2 +9 %).
     const B r2 = r * r;
@@ -46,9 +44,9 @@ inline auto AK<A>::exp_neg(B y) noexcept -> B {
     const B p23 = fmadd(r, B(8.3334519073e-3f), B(4.1665795894e-2f));
     const B p45 = fmadd(r, B(1.9875691500e-4f), B(1.3981999507e-3f));
     const B p = fmadd(fmadd(fmadd(p45, r2, p23), r2, p01), r2, r) + B(1.0f);
-    // t's low bits hold n (two's complement): shifted into the exponent field, the high bits drop out.
-    const I scaled = xsimd::bitwise_cast<I>(p) + (xsimd::bitwise_cast<I>(t) << 23);
-    return xsimd::select(y < B(-87.3f), B(0.0f), xsimd::bitwise_cast<B>(scaled));
+    // tm's low bits hold n (two's complement): shifted into the exponent field, the high bits drop out.
+    const I scaled = xsimd::bitwise_cast<I>(p) + (xsimd::bitwise_cast<I>(tm) << 23);
+    return xsimd::select(t < B(-125.9f), B(0.0f), xsimd::bitwise_cast<B>(scaled));
   }
 }
 
@@ -59,7 +57,9 @@ inline auto AK<A>::exp_neg(B y) noexcept -> B {
 /// polynomial (AVX2), error < 2e-8. About 12 vector ops on AVX-512 (getexp/getmant split the
 /// float), 15 on AVX2; SSE2 has no variable
 /// permute and keeps the Cephes polynomial (~20 ops). The JS divergences spend most of their
-/// time here (one log per key per pair of heads).
+/// time here (one log per key per pair of heads). Base e on purpose: log2 (e + log2 c an add on
+/// the add pipes, not an FMA) measured slower in the JS loop on Zen 4 (9.3 vs 8.9 cycles per 16
+/// keys): that loop's add pipes already carry the sum, max, getmant, getexp and shift.
 template <class A>
 inline auto AK<A>::log_pos(B x) noexcept -> B {
   // ln2's rounding in f32 (2e-9 per unit of e) is far below the table's error.

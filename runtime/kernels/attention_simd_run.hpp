@@ -218,7 +218,7 @@ inline void AK<A>::run(const AttentionReport& in, const AttentionReportOut& out,
       }
       // The tile's entropies (one vector log for W rows), then its rows' stats summed in f64.
       for (std::size_t r0 = 0; r0 < rows; r0 += W)
-        (log_pos(B::load_aligned(rz + r0)) - B::load_aligned(rt + r0)).store_aligned(ent + h * tqp + r0);
+        fmadd(B::load_aligned(rt + r0), B(-kLn2), log_pos(B::load_aligned(rz + r0))).store_aligned(ent + h * tqp + r0);
       {
         double e = 0, cf = 0, sf = 0, pv = 0, fs = 0;
         for (std::size_t r = 0; r < rows; ++r) {

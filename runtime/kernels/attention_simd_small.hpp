@@ -76,13 +76,14 @@ inline void AK<A>::small(const AttentionReport* const* in, const AttentionReport
   }
   for (std::size_t i = hso; i < vno + H1; ++i) st(i, B(0.0f));
 
-  const B ymin(-88.0f), one(1.0f), tiny(std::numeric_limits<float>::min());
+  const B tmin(kExp2Min), one(1.0f), tiny(std::numeric_limits<float>::min());
   B s[kAttnSmallN];
   for (std::size_t iq = 0; iq < nq; ++iq) {
     const std::size_t q = q_first + iq, len = causal ? q + 1 : n;
     for (std::size_t h = 0; h < H1; ++h) {
       const std::size_t dk = r0.dk[h], dv = r0.dv[h];
-      // Scores in d order from 0 (run()'s order), the max over keys, exp(scale (s - max)).
+      // Scores in d order from 0 (run()'s order), the max over keys, exp(scale (s - max)) as
+      // 2^t with t = scale·log2 e·(s - max) (softmax_row's form).
       B mx(-std::numeric_limits<float>::infinity());
       for (std::size_t k = 0; k < len; ++k) {
         B acc(0.0f);
@@ -90,17 +91,17 @@ inline void AK<A>::small(const AttentionReport* const* in, const AttentionReport
         s[k] = acc;
         mx = xsimd::max(mx, acc);
       }
-      const B sc(1.0f / __builtin_sqrtf(float(dk))), msc = -(mx * sc);
+      const B sa((1.0f / __builtin_sqrtf(float(dk))) * kLog2e), msa = -(mx * sa);
       B z(0.0f), ty(0.0f);
       for (std::size_t k = 0; k < len; ++k) {
-        const B y = xsimd::max(fmadd(s[k], sc, msc), ymin);
-        const B ek = exp_neg(y);
+        const B t = xsimd::max(fmadd(s[k], sa, msa), tmin);
+        const B ek = exp2_neg(t);
         s[k] = ek;
         z += ek;
-        ty = fmadd(ek, y, ty);
+        ty = fmadd(ek, t, ty);
       }
       const B inv = one / z;
-      const B ent = log_pos(z) - ty * inv;  // -Σ p log p = log Z - Σ e y / Z
+      const B ent = fmadd(ty * inv, B(-kLn2), log_pos(z));  // -Σ p ln p = ln Z - ln2·Σ e t / Z
       st(ento + h, ent);
       for (std::size_t k = 0; k < len; ++k) st(po + h * n + k, s[k] * inv);
       for (std::size_t k = len; k < n; ++k) st(po + h * n + k, B(0.0f));

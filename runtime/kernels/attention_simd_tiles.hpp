@@ -110,15 +110,15 @@ inline float AK<A>::dot(const float* x, const float* y, std::size_t len) noexcep
 
 /// Soft-capping of one row of raw scores, s[0, lv) in whole vectors: s becomes
 /// (cap / scale) · tanh(scale · s / cap), so that softmax_row's scale · s is cap · tanh(scale · s / cap).
-/// tanh |t| = (1 - e) / (1 + e) with e = e^(-2|t|) from exp_neg for |t| >= 1/4; below, where 1 - e
+/// tanh |t| = (1 - e) / (1 + e) with e = e^(-2|t|) = 2^(-2 log2e |t|) from exp2_neg for |t| >= 1/4; below, where 1 - e
 /// would cancel, its Taylor series to t^9 (relative error < 1e-8 there). Within a few ulp of
 /// std::tanh either way. Not inlined: rows without a cap never see it.
 template <class A>
 [[gnu::noinline]] void AK<A>::softcap_row(float* s, std::size_t lv, float scale, float cap) noexcept {
-  const B in(scale / cap), out(cap / scale), one(1.0f), ymin(-88.0f);
+  const B in(scale / cap), out(cap / scale), one(1.0f), tmin(kExp2Min);
   for (std::size_t k = 0; k < lv; k += W) {
     const B t = B::load_aligned(s + k) * in, a = xsimd::abs(t), t2 = t * t;
-    const B e = exp_neg(xsimd::max(B(-2.0f) * a, ymin));
+    const B e = exp2_neg(xsimd::max(B(-2.0f * kLog2e) * a, tmin));
     const B th = (one - e) / (one + e);
     B p = fmadd(t2, B(62.0f / 2835.0f), B(-17.0f / 315.0f));
     p = fmadd(p, t2, B(2.0f / 15.0f));
@@ -138,24 +138,26 @@ inline float AK<A>::row_max(const float* s, std::size_t lv) noexcept {
 }
 
 /// Softmax of one score row in place, m its max (row_max): s[0, lv) (entries [len, lv) hold -inf)
-/// becomes the probabilities. Returns Z and Σ e^y y / Z (the entropy is log Z minus it: logs are taken for a
-/// whole tile at once); ctx[c·ldc] = Σ_k a_k x_c[k] for the axes (CC = C when C <= 4:
+/// becomes the probabilities. Returns Z and Σ e^y t / Z with t = y·log2 e (the entropy is
+/// log Z - ln2 times it: logs are taken for a whole tile at once); ctx[c·ldc] = Σ_k a_k x_c[k] for the axes (CC = C when C <= 4:
 /// the axis sums ride along the exp pass in registers, scaled by 1/Z at the end; kAnyC: one dot
 /// product per axis after normalising).
 template <class A>
 template <std::size_t CC>
 inline void AK<A>::softmax_row(float* s, std::size_t lv, float scale, float m, const float* ax, std::size_t np,
                                std::size_t C, float* ctx, std::size_t ldc, float& z_out, float& tz_out) noexcept {
-  const B sc(scale), msc(-m * scale), ymin(-88.0f);
+  // t = scale·(s - max)·log2 e in one FMA: exp2_neg needs no conversion multiply of its own.
+  const float a = scale * kLog2e;
+  const B sa(a), msa(-m * a), tmin(kExp2Min);
   B z(0.0f), ty(0.0f);
   B cx[CC < kAnyC && CC > 0 ? CC : 1];
   for (std::size_t c = 0; c < (CC < kAnyC ? CC : 0); ++c) cx[c] = B(0.0f);
   for (std::size_t k = 0; k < lv; k += W) {
-    const B y = xsimd::max(fmadd(B::load_aligned(s + k), sc, msc), ymin);  // scale·(s - max), >= -88
-    const B e = exp_neg(y);
+    const B t = xsimd::max(fmadd(B::load_aligned(s + k), sa, msa), tmin);  // >= -88·log2 e
+    const B e = exp2_neg(t);
     e.store_aligned(s + k);
     z += e;
-    ty = fmadd(e, y, ty);
+    ty = fmadd(e, t, ty);
     if constexpr (CC < kAnyC)
       for (std::size_t c = 0; c < CC; ++c) cx[c] = fmadd(e, B::load_aligned(ax + c * np + k), cx[c]);
   }
