@@ -219,18 +219,28 @@ AttentionPlan::AttentionPlan(const AttentionWeights& w, AttentionConfig config)
     }
   };
   {  // M[i][j] = Σ_o Wq[o][i] Wk[o][j] and b'[j] = Σ_o bq[o] Wk[o][j], in double, then rounded.
+    // Blocks of 8 rows of M (16 KB at d_model = 256, in L1) against every row of Wk: with o outer
+    // over all of M, its 512 KB went through L2 d_model times (8.6 ms of a 256-report qkv run at
+    // 256 x 8, perf on Zen 4). Each M[i][j] still sums o in order: the same bits.
     std::vector<double> m(dm * dm, 0.0), b(dm, 0.0);
-    for (std::size_t o = 0; o < dm; ++o) {
-      const float* wq = w.s_w_q.data() + o * dm;
-      const float* wk = w.s_w_k.data() + o * dm;
-      for (std::size_t i = 0; i < dm; ++i) {
-        const double a = wq[i];
-        double* mi = m.data() + i * dm;
-        for (std::size_t j = 0; j < dm; ++j) mi[j] += a * double(wk[j]);
+    constexpr std::size_t kRows = 8;
+    for (std::size_t i0 = 0; i0 < dm; i0 += kRows) {
+      const std::size_t i1 = std::min(dm, i0 + kRows);
+      for (std::size_t o = 0; o < dm; ++o) {
+        const float* wq = w.s_w_q.data() + o * dm;
+        const float* wk = w.s_w_k.data() + o * dm;
+        for (std::size_t i = i0; i < i1; ++i) {
+          const double a = wq[i];
+          double* mi = m.data() + i * dm;
+          for (std::size_t j = 0; j < dm; ++j) mi[j] += a * double(wk[j]);
+        }
       }
-      if (!w.s_b_q.empty())
-        for (std::size_t j = 0; j < dm; ++j) b[j] += double(w.s_b_q[o]) * double(wk[j]);
     }
+    if (!w.s_b_q.empty())
+      for (std::size_t o = 0; o < dm; ++o) {
+        const float* wk = w.s_w_k.data() + o * dm;
+        for (std::size_t j = 0; j < dm; ++j) b[j] += double(w.s_b_q[o]) * double(wk[j]);
+      }
     // Finite weights whose product passes f32's range would give infinite scores: refused here,
     // naming the matrices, rather than as non-finite metrics of every report.
     const auto rounded = [](double v, const char* what, std::size_t i) {
