@@ -24,10 +24,10 @@ class ChunkExchange;
 
 struct RunOptions {
   std::size_t chunk_reports = 8192;   ///< reports per batch
-  /// chunk_reports is a default, not the user's: a random-access source's batches (not attention
-  /// schemes') shrink so their token data — features, axes, every slot's weights — stays within
-  /// about kBatchCacheBytes (runtime/engine/run.cpp), at least 1024 reports. Results do not
-  /// depend on the chunk; only the speed does.
+  /// chunk_reports is a default, not the user's: a random-access source's batches shrink so their
+  /// token data — features, axes, every slot's weights — stays within about kBatchCacheBytes
+  /// (runtime/engine/run.cpp), at least 1024 reports; an attention scheme's, embeddings included,
+  /// within kAttentionBatchBytes. Results do not depend on the chunk; only the speed does.
   bool chunk_fits_cache = false;
   SimdLevel simd = SimdLevel::scalar;
   Precision precision = Precision::f64;

@@ -54,6 +54,12 @@ constexpr double kBatchTokenBudget = double(std::size_t(128) << 20);
 // to ~2100: 2 threads 9-19 % faster (best / median of 6), 1 thread within the noise (Zen 4,
 // docs/PERFORMANCE.md).
 constexpr double kBatchCacheBytes = double(std::size_t(1) << 20);
+// An attention scheme's batches are kept near this instead: a report costs milliseconds there, so
+// per-batch costs never show, while one batch of all 256 reports at 256 tokens x 256 wide (64 MB of
+// embeddings) spent 25 ms of a 0.76 s run faulting in fresh pages that batches of a few MB reuse
+// (`run --weighting qkv`, 1 and 2 threads ~6 % faster; 2048 x 64 x 64 x 4 at 1 thread ~10 %;
+// 3, 4.5 and 6 MB alike within the noise; Zen 4, docs/PERFORMANCE.md).
+constexpr double kAttentionBatchBytes = double(std::size_t(6) << 20);
 constexpr std::size_t kMinCacheChunk = 1024;  // below it, per-batch costs (dispatch, sink merges) show
 
 std::size_t bounded_chunk(std::size_t chunk, std::uint32_t heads, std::size_t axes, std::size_t slots, bool attention) {
@@ -81,7 +87,9 @@ std::size_t batch_chunk(ReportSource& source, const Weighting& weighting, const 
       const double bytes = 8.0 * double(probe.features.size() + axes.names().size() + weighting.heads() + 1) +
                            4.0 * double(source.schema().d_model);
       chunk = std::max<std::size_t>(1, static_cast<std::size_t>(std::min(double(chunk), kBatchTokenBudget / std::max(1.0, tokens * bytes))));
-      if (opt.chunk_fits_cache && !plan.attention_scheme) {
+      if (opt.chunk_fits_cache && plan.attention_scheme) {
+        chunk = std::min(chunk, std::max<std::size_t>(1, static_cast<std::size_t>(kAttentionBatchBytes / std::max(1.0, tokens * bytes))));
+      } else if (opt.chunk_fits_cache) {
         const double cached = 8.0 * double(probe.features.size() + axes.names().size() + slots * (weighting.heads() + 1));
         const auto fit = static_cast<std::size_t>(kBatchCacheBytes / std::max(1.0, tokens * cached));
         chunk = std::min(chunk, std::max(kMinCacheChunk, fit));
