@@ -10,7 +10,7 @@ with NumPy (no torch), run through `headsep run --model`.
          then --reports reports of --tokens tokens through `run --model --profile`: its peak RSS
          against the safetensors bytes (the issue's budget: 1.15x + one batch's activations).
 
-Usage: python bench/bf16_speed.py HEADSEP_BINARY speed [--layers 4] [--reps 3] [--reports 8] [--tokens 128]
+Usage: python bench/bf16_speed.py HEADSEP_BINARY speed [--layers 4] [--reps 3] [--reports 8] [--tokens 128] [--simd LEVEL]
        python bench/bf16_speed.py HEADSEP_BINARY big [--dir /work/bench-models] [--reports 2] [--tokens 128]
 Token ids come from a CSV (the csv scenario's token_id feature), so no tokenizer is needed.
 """
@@ -137,9 +137,10 @@ def ids_csv(path, vocab, reports, tokens):
                 f.write(f"r{r},x,t,{rng.integers(3, vocab)},{(t % 7) / 7}\n")
 
 
-def run(headsep, model, ids, dtype, threads, profile=False):
+def run(headsep, model, ids, dtype, threads, profile=False, simd=None):
     cmd = [headsep, "run", "-s", "csv", "-p", f"path={ids}", "-p", "features=token_id,d", "-p", "weights=false",
-           "--axes", "d=d", "--model", model, "--dtype", dtype, "--threads", str(threads)]
+           "--axes", "d=d", "--model", model, "--dtype", dtype, "--threads", str(threads),
+           *(["--simd", simd] if simd else [])]
     p = subprocess.run(cmd + (["--profile"] if profile else []), capture_output=True, text=True, check=True)
     m = re.search(r"([0-9]+) tokens/s, forward ([0-9.]+) GFLOP/s", p.stdout)
     mem = re.search(r"weights: .*", p.stderr)
@@ -155,12 +156,12 @@ def speed(a):
         best, mem = {}, {}
         for _ in range(a.reps):
             for dt in ("auto", "f32"):
-                tok, gf, m = run(a.headsep, model, ids, dt, a.threads, profile=True)
+                tok, gf, m = run(a.headsep, model, ids, dt, a.threads, profile=True, simd=a.simd)
                 best[dt] = max(best.get(dt, (0, 0)), (tok, gf))
                 mem[dt] = m
     print(cpu_line())
     print(f"Llama-3.2-1B shape, {a.layers} of 16 layers, bf16 folder; {a.reports} reports x {a.tokens} tokens, "
-          f"{a.threads} thread(s), best of {a.reps} (interleaved)")
+          f"{a.threads} thread(s), best of {a.reps} (interleaved)" + (f", --simd {a.simd}" if a.simd else ""))
     for dt, label in (("auto", "bf16 (--dtype auto)"), ("f32", "f32  (--dtype f32) ")):
         print(f"  {label}: {best[dt][0]:6d} tokens/s  {best[dt][1]:6.1f} GFLOP/s   {mem[dt]}")
     print(f"  bf16 / f32: {best['auto'][0] / best['f32'][0]:.2f}x")
@@ -197,6 +198,7 @@ def main():
     ap.add_argument("--reports", type=int, default=None)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--simd", help="headsep --simd level (e.g. avx2: the widening bf16 path a CPU without AVX512-BF16 runs)")
     ap.add_argument("--dir", default="/work/bench-models")
     a = ap.parse_args()
     if a.what == "speed":

@@ -14,6 +14,9 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -142,6 +145,23 @@ bool bf16_dot_active() noexcept { return cpu_has_bf16_dot() && g_dot_enabled.loa
 void set_bf16_dot(bool on) noexcept { g_dot_enabled.store(on, std::memory_order_relaxed); }
 
 namespace {
+/// This thread's buffer for one panel widened to f32 (K x kPanel floats, 64-byte aligned), kept
+/// at its largest size: the widening kernels' scratch.
+float* panel_work(std::size_t K) {
+  struct Free {
+    void operator()(float* p) const noexcept { std::free(p); }
+  };
+  thread_local std::unique_ptr<float, Free> buf;
+  thread_local std::size_t size = 0;
+  const std::size_t need = (K * kPanel * sizeof(float) + 63) / 64 * 64;
+  if (need > size) {
+    buf.reset(static_cast<float*>(std::aligned_alloc(64, need)));
+    size = buf ? need : 0;
+    if (!buf) throw std::bad_alloc();
+  }
+  return buf.get();
+}
+
 /// project_rows (packed_linear.hpp) of bf16/f16 panels. `g`: the widening kernels fuse GELU (the
 /// f32 kernel's epilogue); true returned: vdpbf16ps or a reference ran, and GELU is still to do.
 bool project_16(SimdLevel level, const float* x, std::size_t ldx, std::size_t M, std::size_t K, const PackedLinear& w,
@@ -151,11 +171,11 @@ bool project_16(SimdLevel level, const float* x, std::size_t ldx, std::size_t M,
   if (w.type == WeightType::f16) {
     switch (level) {
 #if HEADSEP_KERNELS_X86
-      case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
+      case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
       case SimdLevel::avx2:  // (every AVX2 CPU known has F16C; one without runs the SSE2 kernel's bits)
-        if (cpu_has_f16c()) return bf16_project<fma3_avx2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
-        return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
-      case SimdLevel::avx512: return bf16_project<xsimd::avx512bw>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
+        if (cpu_has_f16c()) return bf16_project<fma3_avx2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
+        return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
+      case SimdLevel::avx512: return bf16_project<xsimd::avx512bw>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
 #endif
       default: break;
     }
@@ -169,8 +189,8 @@ bool project_16(SimdLevel level, const float* x, std::size_t ldx, std::size_t M,
   }
   switch (level) {
 #if HEADSEP_KERNELS_X86
-    case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
-    case SimdLevel::avx2: return bf16_project<fma3_avx2>{}(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
+    case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
+    case SimdLevel::avx2: return bf16_project<fma3_avx2>{}(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
     case SimdLevel::avx512:
       if (bf16_dot_active()) {
         // X as bf16 pairs once per call (RNE; an odd K's last pair padded with 0): M·K roundings
@@ -184,7 +204,7 @@ bool project_16(SimdLevel level, const float* x, std::size_t ldx, std::size_t M,
         bf16_dot_project(xb.data(), KP, M, K, panels, bias, N, c, ldc);
         return g;
       }
-      return bf16_project<xsimd::avx512bw>{}(x, ldx, M, K, panels, bias, N, c, ldc, g), false;
+      return bf16_project<xsimd::avx512bw>{}(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
 #endif
     default: break;
   }

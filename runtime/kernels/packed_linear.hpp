@@ -93,11 +93,12 @@ void set_bf16_dot(bool on) noexcept;
 /// its padded bias.
 template <class A>
 struct bf16_project {
+  /// `work`: K x kPanel floats, 64-byte aligned, where each panel is widened before the f32 kernel runs on it.
   void operator()(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const std::uint16_t* panels,
-                  const float* bias, std::size_t N, float* c, std::size_t ldc, bool gelu = false) const noexcept;
+                  const float* bias, std::size_t N, float* c, std::size_t ldc, float* work, bool gelu = false) const noexcept;
   /// The same with f16 panels (F16C on AVX2 and AVX-512, element by element on SSE2).
   void f16(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const std::uint16_t* panels,
-           const float* bias, std::size_t N, float* c, std::size_t ldc, bool gelu = false) const noexcept;
+           const float* bias, std::size_t N, float* c, std::size_t ldc, float* work, bool gelu = false) const noexcept;
 };
 
 /// The vdpbf16ps kernel (project_bf16_dot.cpp, compiled with -mavx512bf16): `xb` the rows of X

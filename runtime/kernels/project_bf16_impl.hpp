@@ -1,14 +1,16 @@
 // bf16_project<A>: the bf16- (and f16-) panel product that widens the weights (packed_linear.hpp says when it
 // runs). Written once, instantiated in project_bf16_<arch>.cpp with that architecture's flags only.
 // Why it looks the way it does:
-//  - Bit-identity with the f32 kernel on the widened weights: each element is one FMA chain
-//    (AK::fmadd: fused on AVX2/AVX-512, mul + add on SSE2) from the bias over k in order, with
-//    FTZ/DAZ set as that kernel sets them; `gelu` the f32 kernel's epilogue (AK::gelu) on the sums. A bf16 -> f32 widening is exact (a shift), so holding
-//    the weights in bf16 changes memory and speed, never a bit of the result.
+//  - Each panel (K x kPanel) is widened once into `work` (f32 in pack_panels' slice layout), then
+//    the f32 kernel itself (AK::project_t: micro-kernel, prefetch, GELU epilogue) runs on it, so
+//    its bits are those of the f32 kernel on the widened weights at every level: a bf16 -> f32
+//    widening is exact (a shift), f16 -> f32 too (F16C). Holding the weights in bf16 changes memory
+//    and speed, never a bit of the result.
+//  - Once per panel, not once per row tile: widening inside the micro-kernel redid it for every
+//    GMR rows, two integer operations per k beside each tile's FMAs (the 1B-shaped decoder at
+//    --simd avx2 ran at 0.69x its f32 speed on Zen 4).
 //  - A k-pair of W columns is one W-lane u32 load: the even k is the low half (<< 16), the odd k
-//    the high half (& 0xffff0000). The halves run one after the other so only GV weight vectors
-//    are live next to the GMR x GV accumulators.
-//  - Micro-kernel: GMR rows x GV vectors; panel outer, rows inner, as the f32 kernel.
+//    the high half (& 0xffff0000).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +19,7 @@
 #include <immintrin.h>
 
 #include "kernels/attention_simd_ak.hpp"
-#include "kernels/attention_simd_project.hpp"  // AK::gelu: the f32 kernel's GELU epilogue
+#include "kernels/attention_simd_project.hpp"  // AK::project_t: the f32 kernel
 #include "headsep/safetensors.hpp"  // f16_to_f32 (SSE2)
 #include "kernels/packed_linear.hpp"
 
@@ -31,13 +33,8 @@ struct K16 {
   static constexpr std::size_t W = B::size;
   static constexpr bool kAvx512 = std::is_base_of_v<xsimd::avx512f, A>;
   static constexpr bool kAvx2 = std::is_base_of_v<xsimd::avx2, A>;
-  /// Vectors per micro-kernel row (one per slice on AVX-512, a slice or half of one below) and
-  /// rows: 24 accumulators of 32 registers on AVX-512, 12 of 16 on AVX2/SSE2.
-  static constexpr std::size_t GV = kAvx512 ? 3 : 2;
-  static constexpr std::size_t GMR = kAvx512 ? 8 : 6;
-  static constexpr std::size_t SW = GV * W;
 
-  /// The same for f16 pairs: the half's W values gathered into one vector of f16, then F16C.
+  /// The k-pair's f16 halves at p widened: the half's W values gathered into one vector of f16, then F16C.
   static B widen_f16(const std::uint16_t* p, int half) noexcept {
     if constexpr (kAvx512) {
       const __m512i v = _mm512_loadu_si512(p);
@@ -69,76 +66,34 @@ struct K16 {
     }
   }
 
-  /// GELU from the stack tile t (rows x GV vectors) into C: the f32 kernel's epilogue (AK::gelu,
-  /// out of line for the same reason as AK::gelu_tile: its constants would take the k loop's registers).
-  [[gnu::noinline]] static void gelu_tile(const float* t, float* c, std::size_t ldc, std::size_t rows) noexcept {
-    for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t j = 0; j < GV; ++j) AK::gelu(B::load_aligned(t + (r * GV + j) * W)).store_unaligned(c + r * ldc + j * W);
-  }
-
-  template <bool F16, bool G, std::size_t R>
-  static void tile(const float* x, std::size_t ldx, std::size_t K, const std::uint16_t* bp, std::size_t c0,
-                   const float* bias, float* c, std::size_t ldc) noexcept {
+  /// Panel `bp` (bf16 or f16 pairs) widened into `work`, pack_panels' f32 layout of one panel:
+  /// slice s's row k at work + s·K·kSlice + k·kSlice.
+  template <bool F16>
+  static void widen_panel(const std::uint16_t* bp, std::size_t K, float* work) noexcept {
     const std::size_t KP = bf16_pairs(K);
-    B acc[R][GV];
-    const std::uint16_t* bj[GV];
-    for (std::size_t j = 0; j < GV; ++j) {
-      const B b = B::load_unaligned(bias + j * W);
-      for (std::size_t r = 0; r < R; ++r) acc[r][j] = b;
-      const std::size_t col = c0 + j * W;
-      bj[j] = bp + col / kSlice * KP * 2 * kSlice + col % kSlice * 2;
-    }
-    auto step = [&](std::size_t q, int half) {
-      B b[GV];
-      for (std::size_t j = 0; j < GV; ++j) b[j] = widen<F16>(bj[j] + q * 2 * kSlice, half);
-      for (std::size_t r = 0; r < R; ++r) {
-        const B a(x[r * ldx + 2 * q + std::size_t(half)]);
-        for (std::size_t j = 0; j < GV; ++j) acc[r][j] = AK::fmadd(a, b[j], acc[r][j]);
+    for (std::size_t s = 0; s < kPanel / kSlice; ++s)
+      for (std::size_t q = 0; q < KP; ++q) {
+        const std::uint16_t* src = bp + (s * KP + q) * 2 * kSlice;
+        float* dst = work + (s * K + 2 * q) * kSlice;
+        for (std::size_t u = 0; u < kSlice; u += W) widen<F16>(src + 2 * u, 0).store_aligned(dst + u);
+        if (2 * q + 1 < K)  // (an odd K's padded last half is not a row)
+          for (std::size_t u = 0; u < kSlice; u += W) widen<F16>(src + 2 * u, 1).store_aligned(dst + kSlice + u);
       }
-    };
-    for (std::size_t q = 0; q < K / 2; ++q) step(q, 0), step(q, 1);
-    if (K % 2) step(K / 2, 0);  // (the padded odd half is never read)
-    if constexpr (G) {
-      alignas(64) float t[R * GV * W];
-      for (std::size_t r = 0; r < R; ++r)
-        for (std::size_t j = 0; j < GV; ++j) acc[r][j].store_aligned(t + (r * GV + j) * W);
-      gelu_tile(t, c, ldc, R);
-    } else {
-      for (std::size_t r = 0; r < R; ++r)
-        for (std::size_t j = 0; j < GV; ++j) acc[r][j].store_unaligned(c + r * ldc + j * W);
-    }
-  }
-
-  template <bool F16, bool G, std::size_t R>
-  static void rows(std::size_t n, const float* x, std::size_t ldx, std::size_t K, const std::uint16_t* bp,
-                   std::size_t c0, const float* bias, float* c, std::size_t ldc) noexcept {
-    if constexpr (R > 1)
-      if (n < R) return rows<F16, G, R - 1>(n, x, ldx, K, bp, c0, bias, c, ldc);
-    tile<F16, G, R>(x, ldx, K, bp, c0, bias, c, ldc);
   }
 
   template <bool F16, bool G>
   static void project(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const std::uint16_t* panels,
-                      const float* bias, std::size_t N, float* c, std::size_t ldc) noexcept {
+                      const float* bias, std::size_t N, float* c, std::size_t ldc, float* work) noexcept {
     if (M == 0 || N == 0) return;
-    const typename AK::FlushDenormals ftz;
-    alignas(64) float tmp[GMR * SW];
     const std::size_t KP = bf16_pairs(K), panels_n = (N + kPanel - 1) / kPanel;
     for (std::size_t p = 0; p < panels_n; ++p) {
       const std::uint16_t* bp = panels + p * KP * 2 * kPanel;
-      for (std::size_t c0 = 0; c0 < kPanel && p * kPanel + c0 < N; c0 += SW) {
-        const std::size_t col = p * kPanel + c0, cols = N - col < SW ? N - col : SW;
-        for (std::size_t m0 = 0; m0 < M; m0 += GMR) {
-          const std::size_t R = M - m0 < GMR ? M - m0 : GMR;
-          if (cols == SW) {
-            rows<F16, G, GMR>(R, x + m0 * ldx, ldx, K, bp, c0, bias + col, c + m0 * ldc + col, ldc);
-          } else {  // the last columns through a stack tile: nothing past column N is written
-            rows<F16, G, GMR>(R, x + m0 * ldx, ldx, K, bp, c0, bias + col, tmp, SW);
-            for (std::size_t r = 0; r < R; ++r)
-              for (std::size_t j = 0; j < cols; ++j) c[(m0 + r) * ldc + col + j] = tmp[r * SW + j];
-          }
-        }
-      }
+      widen_panel<F16>(bp, K, work);
+      // The f32 kernel on this one panel; it prefetches the next bf16 panel (KP·2·kPanel halves:
+      // the lines of KP f32 rows) while it runs.
+      const float* next = p + 1 < panels_n ? reinterpret_cast<const float*>(bp + KP * 2 * kPanel) : nullptr;
+      const std::size_t cols = N - p * kPanel < kPanel ? N - p * kPanel : kPanel;
+      AK::template project_t<G>(x, ldx, M, K, work, bias + p * kPanel, cols, c + p * kPanel, ldc, next, KP);
     }
   }
 };
@@ -148,16 +103,16 @@ struct K16 {
 template <class A>
 void bf16_project<A>::operator()(const float* x, std::size_t ldx, std::size_t M, std::size_t K,
                                  const std::uint16_t* panels, const float* bias, std::size_t N, float* c,
-                                 std::size_t ldc, bool gelu) const noexcept {
-  if (gelu) return bf16_detail::K16<A>::template project<false, true>(x, ldx, M, K, panels, bias, N, c, ldc);
-  bf16_detail::K16<A>::template project<false, false>(x, ldx, M, K, panels, bias, N, c, ldc);
+                                 std::size_t ldc, float* work, bool gelu) const noexcept {
+  if (gelu) return bf16_detail::K16<A>::template project<false, true>(x, ldx, M, K, panels, bias, N, c, ldc, work);
+  bf16_detail::K16<A>::template project<false, false>(x, ldx, M, K, panels, bias, N, c, ldc, work);
 }
 
 template <class A>
 void bf16_project<A>::f16(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const std::uint16_t* panels,
-                          const float* bias, std::size_t N, float* c, std::size_t ldc, bool gelu) const noexcept {
-  if (gelu) return bf16_detail::K16<A>::template project<true, true>(x, ldx, M, K, panels, bias, N, c, ldc);
-  bf16_detail::K16<A>::template project<true, false>(x, ldx, M, K, panels, bias, N, c, ldc);
+                          const float* bias, std::size_t N, float* c, std::size_t ldc, float* work, bool gelu) const noexcept {
+  if (gelu) return bf16_detail::K16<A>::template project<true, true>(x, ldx, M, K, panels, bias, N, c, ldc, work);
+  bf16_detail::K16<A>::template project<true, false>(x, ldx, M, K, panels, bias, N, c, ldc, work);
 }
 
 }  // namespace headsep::kernels
