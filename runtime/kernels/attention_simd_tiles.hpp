@@ -110,9 +110,9 @@ inline float AK<A>::dot(const float* x, const float* y, std::size_t len) noexcep
 
 /// Soft-capping of one row of raw scores, s[0, lv) in whole vectors: s becomes
 /// (cap / scale) · tanh(scale · s / cap), so that softmax_row's scale · s is cap · tanh(scale · s / cap).
-/// tanh |t| = (1 - e) / (1 + e) with e = e^(-2|t|) = 2^(-2 log2e |t|) from exp2_neg for |t| >= 1/4; below, where 1 - e
-/// would cancel, its Taylor series to t^9 (relative error < 1e-8 there). Within a few ulp of
-/// std::tanh either way. Not inlined: rows without a cap never see it.
+/// tanh |t| = (1 - e) / (1 + e) with e = e^(-2|t|) = 2^(-2 log2e |t|) from exp2_neg for |t| >= 1/4;
+/// below, where 1 - e would cancel, its Taylor series to t^9 (relative error < 1e-8 there). Within
+/// a few ulp of std::tanh either way. Not inlined: rows without a cap never see it.
 template <class A>
 [[gnu::noinline]] void AK<A>::softcap_row(float* s, std::size_t lv, float scale, float cap) noexcept {
   const B in(scale / cap), out(cap / scale), one(1.0f), tmin(kExp2Min);
@@ -139,9 +139,9 @@ inline float AK<A>::row_max(const float* s, std::size_t lv) noexcept {
 
 /// Softmax of one score row in place, m its max (row_max): s[0, lv) (entries [len, lv) hold -inf)
 /// becomes the probabilities. Returns Z and Σ e^y t / Z with t = y·log2 e (the entropy is
-/// log Z - ln2 times it: logs are taken for a whole tile at once); ctx[c·ldc] = Σ_k a_k x_c[k] for the axes (CC = C when C <= 4:
-/// the axis sums ride along the exp pass in registers, scaled by 1/Z at the end; kAnyC: one dot
-/// product per axis after normalising).
+/// log Z - ln2 times it: logs are taken for a whole tile at once); ctx[c·ldc] = Σ_k a_k x_c[k]
+/// for the axes (CC = C when C <= 4: the axis sums ride along the exp pass in registers, scaled
+/// by 1/Z at the end; kAnyC: one dot product per axis after normalising).
 template <class A>
 template <std::size_t CC>
 inline void AK<A>::softmax_row(float* s, std::size_t lv, float scale, float m, const float* ax, std::size_t np,
