@@ -171,11 +171,14 @@ bool project_16(SimdLevel level, const float* x, std::size_t ldx, std::size_t M,
   if (w.type == WeightType::f16) {
     switch (level) {
 #if HEADSEP_KERNELS_X86
-      case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
-      case SimdLevel::avx2:  // (every AVX2 CPU known has F16C; one without runs the SSE2 kernel's bits)
-        if (cpu_has_f16c()) return bf16_project<fma3_avx2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
+      case SimdLevel::sse2:
         return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
-      case SimdLevel::avx512: return bf16_project<xsimd::avx512bw>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
+      case SimdLevel::avx2:  // (every AVX2 CPU known has F16C; one without runs the SSE2 kernel's bits)
+        if (cpu_has_f16c())
+          return bf16_project<fma3_avx2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
+        return bf16_project<xsimd::sse2>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
+      case SimdLevel::avx512:
+        return bf16_project<xsimd::avx512bw>{}.f16(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
 #endif
       default: break;
     }
@@ -189,8 +192,10 @@ bool project_16(SimdLevel level, const float* x, std::size_t ldx, std::size_t M,
   }
   switch (level) {
 #if HEADSEP_KERNELS_X86
-    case SimdLevel::sse2: return bf16_project<xsimd::sse2>{}(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
-    case SimdLevel::avx2: return bf16_project<fma3_avx2>{}(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
+    case SimdLevel::sse2:
+      return bf16_project<xsimd::sse2>{}(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
+    case SimdLevel::avx2:
+      return bf16_project<fma3_avx2>{}(x, ldx, M, K, panels, bias, N, c, ldc, panel_work(K), g), false;
     case SimdLevel::avx512:
       if (bf16_dot_active()) {
         // X as bf16 pairs once per call (RNE; an odd K's last pair padded with 0): M·K roundings
