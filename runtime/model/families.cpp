@@ -59,6 +59,15 @@ std::vector<Family> make_table() {
     t.push_back(f);
   }
   {
+    Family f = t.back();  // qwen2's attention
+    f.model_type = "qwen2_moe";
+    f.summary = "Qwen2's attention, top-k routed SwiGLU experts and a sigmoid-gated shared expert";
+    f.moe_router = "mlp.gate", f.moe_experts = "mlp.experts.";
+    f.moe_gate = ".gate_proj", f.moe_up = ".up_proj", f.moe_down = ".down_proj";
+    f.moe_count = "num_experts", f.moe_norm_topk = "norm_topk_prob", f.moe_qwen = true;
+    t.push_back(f);
+  }
+  {
     Family f = llama;
     f.model_type = "qwen3", f.summary = "Llama's layers, per-head q/k RMSNorm before RoPE";
     f.q_norm = "self_attn.q_norm", f.k_norm = "self_attn.k_norm";

@@ -90,10 +90,23 @@ struct Family {
   const char* up = "mlp.up_proj";
   const char* gate_up = nullptr;  ///< fused [gate | up] (Phi-3)
   const char* down = "mlp.down_proj";
-  /// Routed experts (Mixtral): the router `moe_router` [experts][hidden] and per expert e the gated
-  /// MLP moe_experts + e + ".w1" (gate), ".w3" (up), ".w2" (down); nullptr: a dense MLP.
+  /// Routed experts (Mixtral, Qwen2-MoE): the router `moe_router` [experts][hidden] and per expert
+  /// e the gated MLP moe_experts + e + moe_gate / moe_up / moe_down; nullptr: a dense MLP.
   const char* moe_router = nullptr;
   const char* moe_experts = nullptr;
+  const char* moe_gate = ".w1";
+  const char* moe_up = ".w3";
+  const char* moe_down = ".w2";
+  const char* moe_count = "num_local_experts";  ///< config key of the number of experts
+  /// Config key (default false) that renormalises the top k's weights to sum 1; nullptr: always.
+  const char* moe_norm_topk = nullptr;
+  /// Qwen2-MoE: the experts' own width (moe_intermediate_size), a shared expert beside them
+  /// (gated MLP `moe_shared`, width shared_expert_intermediate_size, scaled by sigmoid of the
+  /// [1][hidden] `moe_shared_gate`), and dense layers where decoder_sparse_step / mlp_only_layers
+  /// say (intermediate_size, the family's gate/up/down).
+  bool moe_qwen = false;
+  const char* moe_shared = "mlp.shared_expert.";
+  const char* moe_shared_gate = "mlp.shared_expert_gate";
   NormKind norm = NormKind::rms;
   BiasRule qkv_bias{}, o_bias{}, mlp_bias{"mlp_bias", false};
   // ---- switches ----
@@ -130,6 +143,10 @@ struct DecoderSpec {
   Activation act = Activation::silu;
   bool parallel = false, qkv_bias = false, o_bias = false, mlp_bias = false;
   std::uint32_t experts = 0, experts_per_token = 0;  ///< routed experts (0: a dense MLP)
+  bool norm_topk = true;                  ///< the top k's weights renormalised to sum 1
+  std::uint32_t expert_intermediate = 0;  ///< each routed expert's width (= intermediate but Qwen2-MoE)
+  std::uint32_t shared_intermediate = 0;  ///< Qwen2-MoE's shared expert's width (0: none, Mixtral)
+  std::vector<std::uint8_t> moe_layer;    ///< per layer: routed experts (1) or a dense MLP (0)
   std::uint32_t rotary_dims = 0;     ///< 0 with learned positions
   std::vector<RopeTable> rope;       ///< [0] full attention, [1] sliding layers (Gemma-3)
   std::vector<std::uint8_t> rope_of; ///< per layer: its table

@@ -227,6 +227,37 @@ void read_shape(const Family& f, const json& j, const std::string& file, Decoder
 
 }  // namespace
 
+namespace {
+/// Routed experts: their number and top k, the top k's renormalising, and for Qwen2-MoE the
+/// experts' and the shared expert's widths and which layers are sparse (transformers'
+/// Qwen2MoeDecoderLayer: not in mlp_only_layers, and (layer + 1) % decoder_sparse_step == 0).
+void read_experts(const Family& f, const json& j, const std::string& file, DecoderSpec& s) {
+  s.experts = json_uint(j, f.moe_count, file);
+  s.experts_per_token = json_uint(j, "num_experts_per_tok", file);
+  if (s.experts_per_token > s.experts || s.experts > 1024)
+    throw Error(file + ": num_experts_per_tok " + std::to_string(s.experts_per_token) + " of " + f.moe_count + " " +
+                std::to_string(s.experts) + " (at most 1024 experts, at most all of them per token)");
+  if (f.moe_norm_topk) s.norm_topk = json_bool(j, f.moe_norm_topk, file, false);
+  s.expert_intermediate = s.intermediate;
+  s.moe_layer.assign(s.shape.layers, s.experts ? 1 : 0);
+  if (!f.moe_qwen) return;
+  s.expert_intermediate = json_uint(j, "moe_intermediate_size", file);
+  s.shared_intermediate = json_uint(j, "shared_expert_intermediate_size", file);  // (transformers always has one)
+  const std::uint32_t step = json_uint(j, "decoder_sparse_step", file, 1);  // (0 refused there)
+  for (std::uint32_t l = 0; l < s.shape.layers; ++l) s.moe_layer[l] = s.experts && (l + 1) % step == 0;
+  if (present(j, "mlp_only_layers")) {
+    const json& m = j["mlp_only_layers"];
+    if (!m.is_array()) throw Error(file + ": mlp_only_layers must be a list of layer indices");
+    for (const json& v : m) {
+      if (!v.is_number_unsigned() || v.get<std::uint64_t>() >= s.shape.layers)
+        throw Error(file + ": mlp_only_layers holds " + json_brief(v, 40) + " (layer indices 0.." +
+                    std::to_string(s.shape.layers - 1) + ")");
+      s.moe_layer[v.get<std::size_t>()] = 0;
+    }
+  }
+}
+}  // namespace
+
 DecoderSpec read_decoder_spec(const Family& f, const json& j, const std::string& file) {
   refuse_unsupported(f, j, file);
   DecoderSpec s;
@@ -238,13 +269,7 @@ DecoderSpec read_decoder_spec(const Family& f, const json& j, const std::string&
   s.eps = json_positive(j, f.eps, file, f.eps_default);
   s.qkv_bias = bias(f.qkv_bias, j, file), s.o_bias = bias(f.o_bias, j, file), s.mlp_bias = bias(f.mlp_bias, j, file);
   s.parallel = f.parallel_residual && json_bool(j, f.parallel_residual, file, true);
-  if (f.moe_router) {
-    s.experts = json_uint(j, "num_local_experts", file);
-    s.experts_per_token = json_uint(j, "num_experts_per_tok", file);
-    if (s.experts_per_token > s.experts || s.experts > 1024)
-      throw Error(file + ": num_experts_per_tok " + std::to_string(s.experts_per_token) + " of num_local_experts " +
-                  std::to_string(s.experts) + " (at most 1024 experts, at most all of them per token)");
-  }
+  if (f.moe_router) read_experts(f, j, file, s);
   s.notes.push_back(std::string("family: ") + f.summary);
   s.notes.push_back(std::to_string(c.layers) + " layers, hidden " + std::to_string(c.hidden) + ", " +
                     std::to_string(c.heads) + " query heads on " + std::to_string(c.kv_heads) + " key/value heads of " +
@@ -262,7 +287,15 @@ DecoderSpec read_decoder_spec(const Family& f, const json& j, const std::string&
   s.notes.push_back(std::string("MLP: ") + (f.gated ? "gated, act(gate) · up, act " : "act ") + act +
                     (s.mlp_bias ? ", biases" : "") +
                     (s.experts ? ", " + std::to_string(s.experts) + " routed experts, top " +
-                                     std::to_string(s.experts_per_token) + " per token (softmax, renormalised)"
+                                     std::to_string(s.experts_per_token) + " per token (softmax" +
+                                     (s.norm_topk ? ", renormalised)" : ")") +
+                                     (f.moe_qwen ? " of width " + std::to_string(s.expert_intermediate) + " in " +
+                                                       std::to_string(std::count(s.moe_layer.begin(), s.moe_layer.end(), 1)) +
+                                                       " of " + std::to_string(s.shape.layers) + " layers" +
+                                                       (s.shared_intermediate ? ", a sigmoid-gated shared expert of width " +
+                                                                                    std::to_string(s.shared_intermediate)
+                                                                              : std::string())
+                                                 : std::string())
                                : std::string()));
   s.notes.push_back(std::string("attention biases: Q/K/V ") + (s.qkv_bias ? "yes" : "no") + ", output " +
                     (s.o_bias ? "yes" : "no"));

@@ -44,16 +44,21 @@ class TableDecoder final : public Decoder {
     kernels::PackedLinear qkv, out, up, down;  // up: [gate | up] when gated
     kernels::PackedLinear router;              // routed experts: [experts] logits
     std::vector<kernels::PackedLinear> expert_up, expert_down;
+    kernels::PackedLinear shared_up, shared_down, shared_gate;  // Qwen2-MoE's shared expert, its [1] gate
+    bool moe = false;  // routed experts here (else the dense MLP)
   };
   void embed(const Group& g, float* x, ModelScratch& s) const override;
   void project(const Group& g, std::size_t l, const float* x, ModelScratch& s) const override;
   void finish_layer(const Group& g, std::size_t l, float* x, ModelScratch& s) const override;
   void final_norm(float* x, std::size_t rows) const override { norm(SimdLevel::scalar, final_, x, x, rows); }
-  double layer_macs() const noexcept override {
+  double layer_macs() const noexcept override {  // (averaged over the layers where they differ)
     const double D = shape_.hidden, I = intermediate_, Q = double(shape_.heads) * shape_.head_dim;
-    const double mlp = spec_.experts ? D * spec_.experts + spec_.experts_per_token * 3 * D * I
-                                     : (spec_.family->gated ? 3 : 2) * D * I;
-    return D * (Q + 2 * double(kv_width())) + Q * D + mlp;
+    const double dense = (spec_.family->gated ? 3 : 2) * D * I;
+    const double moe = D * spec_.experts + spec_.experts_per_token * 3 * D * double(spec_.expert_intermediate) +
+                       (spec_.shared_intermediate ? 3 * D * double(spec_.shared_intermediate) + D : 0.0);
+    double mlp = 0;
+    for (std::uint32_t l = 0; l < shape_.layers; ++l) mlp += !spec_.moe_layer.empty() && spec_.moe_layer[l] ? moe : dense;
+    return D * (Q + 2 * double(kv_width())) + Q * D + mlp / std::max<double>(1, shape_.layers);
   }
   void load(const FolderWeights& w, WeightDType dtype);
   void norm(SimdLevel level, const Norm& n, const float* in, float* out, std::size_t rows) const;
@@ -84,7 +89,7 @@ TableDecoder::TableDecoder(const std::filesystem::path& dir, DecoderSpec spec, W
   set_heads();
   MemoryCount count;
   for (const Layer& L : layers_) {
-    for (const auto* p : {&L.qkv, &L.out, &L.up, &L.down, &L.router})
+    for (const auto* p : {&L.qkv, &L.out, &L.up, &L.down, &L.router, &L.shared_up, &L.shared_down, &L.shared_gate})
       if (*p) count.add(*p);
     for (const auto& p : L.expert_up) count.add(p);
     for (const auto& p : L.expert_down) count.add(p);
@@ -225,17 +230,31 @@ void TableDecoder::load(const FolderWeights& fw, WeightDType dtype) {
     std::vector<float> bo, bu, bd;
     const auto wo = r.linear(p + f.o, D, Q, hid + ", " + qw, spec_.o_bias, &bo);
     L.out = pack_linear(wo, bo, D, Q, r.take_type());
-    if (f.moe_router) {
-      L.router = pack_linear(r.read(p + f.moe_router + ".weight", {spec_.experts, D}, "[num_local_experts, " + hid + "]"),
-                             {}, spec_.experts, D, kernels::WeightType::f32);  // (tiny: the logits stay f32)
-      for (std::uint32_t e = 0; e < spec_.experts; ++e) {
-        const std::string x = p + f.moe_experts + std::to_string(e);
-        auto gu = r.linear(x + ".w1", I, D, inter + ", " + hid, false, nullptr);
-        const auto up = r.linear(x + ".w3", I, D, inter + ", " + hid, false, nullptr);
-        gu.insert(gu.end(), up.begin(), up.end());
-        L.expert_up.push_back(pack_linear(gu, {}, 2 * I, D, r.take_type()));
-        const auto down = r.linear(x + ".w2", D, I, hid + ", " + inter, false, nullptr);
-        L.expert_down.push_back(pack_linear(down, {}, D, I, r.take_type()));
+    L.moe = !spec_.moe_layer.empty() && spec_.moe_layer[l];
+    if (L.moe) {
+      const std::uint64_t E = spec_.experts, IE = spec_.expert_intermediate;
+      const std::string ie = f.moe_qwen ? "moe_intermediate_size" : inter;
+      L.router = pack_linear(r.read(p + f.moe_router + ".weight", {E, D}, "[" + std::string(f.moe_count) + ", " + hid + "]"),
+                             {}, E, D, kernels::WeightType::f32);  // (tiny: the logits stay f32)
+      // A gated MLP [gate | up] and down, bias-free: each expert, and the shared one.
+      auto gated = [&](const std::string& x, const char* gate, const char* up, const char* down, std::uint64_t width,
+                       const std::string& formula, kernels::PackedLinear& pu, kernels::PackedLinear& pd) {
+        auto gu = r.linear(x + gate, width, D, formula + ", " + hid, false, nullptr);
+        const auto u = r.linear(x + up, width, D, formula + ", " + hid, false, nullptr);
+        gu.insert(gu.end(), u.begin(), u.end());
+        pu = pack_linear(gu, {}, 2 * width, D, r.take_type());
+        const auto dn = r.linear(x + down, D, width, hid + ", " + formula, false, nullptr);
+        pd = pack_linear(dn, {}, D, width, r.take_type());
+      };
+      L.expert_up.resize(E), L.expert_down.resize(E);
+      for (std::uint32_t e = 0; e < E; ++e)
+        gated(p + f.moe_experts + std::to_string(e), f.moe_gate, f.moe_up, f.moe_down, IE, ie, L.expert_up[e],
+              L.expert_down[e]);
+      if (spec_.shared_intermediate) {
+        gated(p + f.moe_shared, "gate_proj", "up_proj", "down_proj", spec_.shared_intermediate,
+              "shared_expert_intermediate_size", L.shared_up, L.shared_down);
+        L.shared_gate = pack_linear(r.read(p + f.moe_shared_gate + ".weight", {1, D}, "[1, " + hid + "]"), {}, 1, D,
+                                    kernels::WeightType::f32);
       }
     } else if (!f.gated) {
       const auto up = r.linear(p + f.up, I, D, inter + ", " + hid, spec_.mlp_bias, &bu);
@@ -264,7 +283,7 @@ void TableDecoder::load(const FolderWeights& fw, WeightDType dtype) {
       bg.insert(bg.end(), bu.begin(), bu.end());
       L.up = pack_linear(gu, bg, 2 * I, D, r.take_type());
     }
-    if (f.down) {
+    if (f.down && !L.moe) {
       const auto down = r.linear(p + f.down, D, I, hid + ", " + inter, spec_.mlp_bias, &bd);
       L.down = pack_linear(down, bd, D, I, r.take_type());
     }
@@ -404,11 +423,13 @@ void TableDecoder::project(const Group& g, std::size_t l, const float* x, ModelS
   copy_kv_heads(s.qkv.data(), T);
 }
 
-// Mixtral's routed experts, as transformers: router logits, softmax in f32, the top k (ties to
-// the lower index), their weights renormalised to sum 1; out = Σ_e w_e · down_e(silu(gate_e) · up_e),
-// experts in index order from 0, each over the tokens routed to it.
+// Routed experts, as transformers' Mixtral and Qwen2-MoE: router logits, softmax in f32, the top k
+// (ties to the lower index), their weights renormalised to sum 1 (Mixtral; Qwen2-MoE when
+// norm_topk_prob); out = Σ_e w_e · down_e(silu(gate_e) · up_e), experts in index order from 0, each
+// over the tokens routed to it; then Qwen2-MoE's shared expert, + sigmoid(x · g) · shared(x).
 void TableDecoder::experts(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const {
-  const std::size_t D = shape_.hidden, I = intermediate_, T = g.T, E = spec_.experts, K = spec_.experts_per_token;
+  const std::size_t D = shape_.hidden, I = spec_.expert_intermediate, T = g.T, E = spec_.experts,
+                    K = spec_.experts_per_token;
   s.clock.to(ForwardPart::products);  // (the routing and its copies too)
   std::vector<float> logits(T * E), xin(in, in + T * D), rows, ys;
   kernels::project_rows(g.level, xin.data(), D, T, D, L.router, E, logits.data(), E);
@@ -425,6 +446,7 @@ void TableDecoder::experts(const Group& g, const Layer& L, const float* in, floa
                       [&](std::size_t a, std::size_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
     float sum = 0;
     for (std::size_t k = 0; k < K; ++k) sum += p[order[k]];
+    if (!spec_.norm_topk) sum = 1.0f;
     for (std::size_t k = 0; k < K; ++k) routed[order[k]].emplace_back(t, p[order[k]] / sum);
   }
   std::fill(out, out + T * D, 0.0f);
@@ -446,11 +468,27 @@ void TableDecoder::experts(const Group& g, const Layer& L, const float* in, floa
       for (std::size_t d = 0; d < D; ++d) o[d] += ys[i * D + d] * routed[e][i].second;
     }
   }
+  if (!L.shared_up) return;
+  const std::size_t IS = spec_.shared_intermediate;
+  std::vector<float> gate(T);
+  kernels::project_rows(g.level, xin.data(), D, T, D, L.shared_gate, 1, gate.data(), 1);
+  s.inter.resize(T * 3 * IS);
+  float* gu = s.inter.data() + T * IS;
+  kernels::project_rows(g.level, xin.data(), D, T, D, L.shared_up, 2 * IS, gu, 2 * IS);
+  s.clock.to(ForwardPart::activation);
+  swiglu_rows(gu, s.inter.data(), T, IS);
+  s.clock.to(ForwardPart::products);
+  ys.resize(T * D);
+  kernels::project_rows(g.level, s.inter.data(), IS, T, IS, L.shared_down, D, ys.data(), D);
+  for (std::size_t t = 0; t < T; ++t) {
+    const float w = 1.0f / (1.0f + std::exp(-gate[t]));
+    for (std::size_t d = 0; d < D; ++d) out[t * D + d] += ys[t * D + d] * w;
+  }
 }
 
 void TableDecoder::mlp(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const {
   const std::size_t D = shape_.hidden, I = intermediate_, T = g.T;
-  if (spec_.experts) return experts(g, L, in, out, s);
+  if (L.moe) return experts(g, L, in, out, s);
   s.clock.to(ForwardPart::products);
   if (!spec_.family->gated) {
     s.inter.resize(T * I);

@@ -3,8 +3,9 @@
 // Gemma (MQA, (1 + w) norms, scaled embeddings, GeGLU, f16), Gemma-2 (sandwich norms,
 // query_pre_attn_scalar, alternating windows), Gemma-3 (q/k norms, local/global RoPE bases),
 // OLMo-2 (norms after the sublayers, full-width q/k norms), Phi-3 (fused qkv_proj / gate_up_proj,
-// partial rotary, window; LongRoPE) against transformers (tests/model/fixtures/decoder, made by
-// make_family_fixtures.py): hidden states, maps, every metric at every SIMD level; refusals by key.
+// partial rotary, window; LongRoPE), Mixtral and Qwen2-MoE (routed experts, a shared one) against
+// transformers (tests/model/fixtures/decoder, made by make_family_fixtures.py): hidden states,
+// maps, every metric at every SIMD level; refusals by key.
 #include <catch2/catch.hpp>
 
 #include <list>
@@ -87,8 +88,8 @@ TEST_CASE("Family configs: unsupported variants are refused by their key", "[dec
   CHECK_THAT(err("qwen3", [](nlohmann::json& j) { j["num_hidden_layers"] = 3; }),
              Catch::Contains("tensor 'model.layers.2.self_attn.q_proj.weight'"));
   // Every family is named when a model_type is not known.
-  CHECK_THAT(err("qwen3", [](nlohmann::json& j) { j["model_type"] = "qwen2_moe"; }),
-             Catch::Contains("model_type 'qwen2_moe'") && Catch::Contains("\"gpt_neox\"") && Catch::Contains("\"gemma3_text\""));
+  CHECK_THAT(err("qwen3", [](nlohmann::json& j) { j["model_type"] = "deepseek_v3"; }),
+             Catch::Contains("model_type 'deepseek_v3'") && Catch::Contains("\"gpt_neox\"") && Catch::Contains("\"qwen2_moe\""));
 }
 
 namespace {
@@ -117,6 +118,30 @@ TEST_CASE("The fixtures exercise the switches: without the cap, the long factors
   CHECK(without("gemma3", [](nlohmann::json& j) { j["sliding_window"] = 64; }) > 1e-2);
   CHECK(without("gemma3", [](nlohmann::json& j) { j["rope_parameters"]["sliding_attention"]["rope_theta"] = 1e6; }) > 1e-3);
   CHECK(without("mixtral", [](nlohmann::json& j) { j["num_experts_per_tok"] = 1; }) > 1e-3);
+}
+
+TEST_CASE("Qwen2-MoE: routed experts without renormalising, a gated shared expert, a dense layer",
+          "[decoder][families]") {
+  check_fixture("qwen2_moe");
+  const auto notes = load_model(fixture("qwen2_moe"))->recognised();
+  CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& s) {
+    return s.find("5 routed experts, top 2 per token (softmax) of width 24 in 2 of 3 layers, a sigmoid-gated shared "
+                  "expert of width 32") != s.npos;
+  }));
+  std::list<testutil::TempDir> dirs;
+  auto gap = [&](void (*edit)(nlohmann::json&)) {
+    return map_gap(*load_model(edited(dirs.emplace_back(), "qwen2_moe", edit)), "qwen2_moe");
+  };
+  CHECK(map_gap(*load_model(fixture("qwen2_moe")), "qwen2_moe") < 1e-5);
+  // Each switch changes the maps: renormalising the top 2, a sparse middle layer (whose experts
+  // the folder lacks: refused by name), the shared expert.
+  CHECK(gap([](nlohmann::json& j) { j["norm_topk_prob"] = true; }) > 1e-4);
+  CHECK_THAT(load_error(edited(dirs.emplace_back(), "qwen2_moe", [](nlohmann::json& j) { j["mlp_only_layers"] = nlohmann::json::array(); })),
+             Catch::Contains("model.layers.1.mlp.gate.weight"));
+  CHECK_THAT(load_error(edited(dirs.emplace_back(), "qwen2_moe", [](nlohmann::json& j) { j["mlp_only_layers"] = {3}; })),
+             Catch::Contains("mlp_only_layers holds 3 (layer indices 0..2)"));
+  CHECK_THAT(load_error(edited(dirs.emplace_back(), "qwen2_moe", [](nlohmann::json& j) { j["decoder_sparse_step"] = 0; })),
+             Catch::Contains("'decoder_sparse_step' must be a positive integer"));
 }
 
 TEST_CASE("Gemma-3's sliding layers use the local RoPE base, the others the global one", "[decoder][families]") {
