@@ -8,9 +8,9 @@
 //  - AVX-512 with AVX512-BF16 (Zen 4, Sapphire Rapids): X rounded to bf16 once per call (RNE),
 //    vdpbf16ps accumulating in f32: two products per lane per instruction. Its results are those
 //    of X rounded to bf16 times the weights, summed in f32 (not the bits of any other level).
-//  - every other level (and AVX-512 without BF16, or with set_bf16_dot(false)): each slice's
-//    k-pair widened to f32 by a shift (exact), then the f32 kernel's FMA chain per element in k
-//    order from the bias: the bits of the f32 kernel on the widened weights, at every level.
+//  - every other level (and AVX-512 without BF16, or with set_bf16_dot(false)): each panel widened
+//    to f32 by shifts (exact) into a per-thread buffer, once per product, then the f32 kernel on
+//    it: the bits of the f32 kernel on the widened weights, at every level, and its speed.
 //  - SimdLevel::scalar: the f32 reference on the widened weights (bias + Σ_k x·w, unfused).
 //  - f16 weights (WeightType::f16): the same panels of f16, always widened (F16C; x86 has no f16
 //    dot product): the f32 kernel's bits too.
