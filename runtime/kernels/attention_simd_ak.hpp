@@ -127,11 +127,13 @@ struct AK {
   static_assert(kPanel % (GV * W) == 0);
 
   static B gelu(B in) noexcept;
-  template <bool G, std::size_t R>
+  template <bool G, std::size_t R, std::size_t V>
   static void gemm_tile(const float* x, std::size_t ldx, std::size_t K, const float* bp, std::size_t c0, const float* bias, float* c,
                         std::size_t ldc, const char* pf, const char* pf_end) noexcept;
+  template <std::size_t V>
   [[gnu::noinline]] static void gelu_tile(const float* t, float* c, std::size_t ldc, std::size_t rows) noexcept;
-  template <bool G, std::size_t R = GMR>
+  /// R rows x V vectors (V < GV: a matrix's last columns).
+  template <bool G, std::size_t R = GMR, std::size_t V = GV>
   static void gemm_rows(std::size_t rows, const float* x, std::size_t ldx, std::size_t K, const float* bp,
                         std::size_t c0, const float* bias, float* c, std::size_t ldc, const char* pf, const char* pf_end) noexcept;
   static void project(const float* x, std::size_t ldx, std::size_t M, std::size_t K, const float* packed,

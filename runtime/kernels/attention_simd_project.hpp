@@ -35,11 +35,11 @@ inline auto AK<A>::gelu(B in) noexcept -> B {
 }
 
 template <class A>
-template <bool G, std::size_t R>
+template <bool G, std::size_t R, std::size_t V>
 inline void AK<A>::gemm_tile(const float* x, std::size_t ldx, std::size_t K, const float* bp, std::size_t c0, const float* bias,
                              float* c, std::size_t ldc, const char* pf, const char* pf_end) noexcept {
-  B acc[R][GV];
-  for (std::size_t j = 0; j < GV; ++j) {
+  B acc[R][V];
+  for (std::size_t j = 0; j < V; ++j) {
     const B b = B::load_aligned(bias + j * W);
     for (std::size_t r = 0; r < R; ++r) acc[r][j] = b;
   }
@@ -47,47 +47,48 @@ inline void AK<A>::gemm_tile(const float* x, std::size_t ldx, std::size_t K, con
   const std::size_t lines = static_cast<std::size_t>(pf_end - pf) / 64, kp = lines < K ? lines : K;
   for (std::size_t i = K; i < lines; ++i) _mm_prefetch(pf + i * 64, _MM_HINT_T1);  // surplus (few rows): now
   // Vector j's k stream: column c0 + j W of the panel, in its slice.
-  const float* bj[GV];
-  for (std::size_t j = 0; j < GV; ++j) bj[j] = bp + (c0 + j * W) / kSlice * K * kSlice + (c0 + j * W) % kSlice;
+  const float* bj[V];
+  for (std::size_t j = 0; j < V; ++j) bj[j] = bp + (c0 + j * W) / kSlice * K * kSlice + (c0 + j * W) % kSlice;
   for (std::size_t k = 0; k < K; ++k) {
     if (k < kp) _mm_prefetch(pf + k * 64, _MM_HINT_T1);
-    B b[GV];
-    for (std::size_t j = 0; j < GV; ++j) b[j] = B::load_aligned(bj[j] + k * kSlice);
+    B b[V];
+    for (std::size_t j = 0; j < V; ++j) b[j] = B::load_aligned(bj[j] + k * kSlice);
     for (std::size_t r = 0; r < R; ++r) {
       const B a(x[r * ldx + k]);
-      for (std::size_t j = 0; j < GV; ++j) acc[r][j] = fmadd(a, b[j], acc[r][j]);
+      for (std::size_t j = 0; j < V; ++j) acc[r][j] = fmadd(a, b[j], acc[r][j]);
     }
   }
   if constexpr (G) {  // GELU from an L1 stack tile: C's lines are written once
-    alignas(64) float t[R * GV * W];
+    alignas(64) float t[R * V * W];
     for (std::size_t r = 0; r < R; ++r)
-      for (std::size_t j = 0; j < GV; ++j) acc[r][j].store_aligned(t + (r * GV + j) * W);
-    gelu_tile(t, c, ldc, R);
+      for (std::size_t j = 0; j < V; ++j) acc[r][j].store_aligned(t + (r * V + j) * W);
+    gelu_tile<V>(t, c, ldc, R);
   } else {
     for (std::size_t r = 0; r < R; ++r)
-      for (std::size_t j = 0; j < GV; ++j) acc[r][j].store_unaligned(c + r * ldc + j * W);
+      for (std::size_t j = 0; j < V; ++j) acc[r][j].store_unaligned(c + r * ldc + j * W);
   }
 }
 
-/// GELU from the stack tile t (rows x GV vectors) into C, out of line: inlined into gemm_tile
+/// GELU from the stack tile t (rows x V vectors) into C, out of line: inlined into gemm_tile
 /// (on the accumulators), its constants took registers from the k loop's accumulators, which GCC
 /// then kept in memory (the whole FFN product 35 % slower). Applied in place on C, right after
 /// the tile's stores, its loads waited on them (C's lines not yet in L1): 5.7 % of MiniLM's
 /// forward, a third of it on one load (perf, Zen 3).
 template <class A>
+template <std::size_t V>
 void AK<A>::gelu_tile(const float* t, float* c, std::size_t ldc, std::size_t rows) noexcept {
   for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t j = 0; j < GV; ++j) gelu(B::load_aligned(t + (r * GV + j) * W)).store_unaligned(c + r * ldc + j * W);
+    for (std::size_t j = 0; j < V; ++j) gelu(B::load_aligned(t + (r * V + j) * W)).store_unaligned(c + r * ldc + j * W);
 }
 
 template <class A>
-template <bool G, std::size_t R>
+template <bool G, std::size_t R, std::size_t V>
 inline void AK<A>::gemm_rows(std::size_t rows, const float* x, std::size_t ldx, std::size_t K, const float* bp,
                              std::size_t c0, const float* bias, float* c, std::size_t ldc, const char* pf,
                              const char* pf_end) noexcept {
   if constexpr (R > 1)
-    if (rows < R) return gemm_rows<G, R - 1>(rows, x, ldx, K, bp, c0, bias, c, ldc, pf, pf_end);
-  gemm_tile<G, R>(x, ldx, K, bp, c0, bias, c, ldc, pf, pf_end);
+    if (rows < R) return gemm_rows<G, R - 1, V>(rows, x, ldx, K, bp, c0, bias, c, ldc, pf, pf_end);
+  gemm_tile<G, R, V>(x, ldx, K, bp, c0, bias, c, ldc, pf, pf_end);
 }
 
 template <class A>
@@ -144,8 +145,12 @@ inline void AK<A>::project_t(const float* x, std::size_t ldx, std::size_t M, std
         const char* pf_end = next ? next + lo(lines, (tile + 1) * per_tile) * 64 : nullptr;
         if (cols == SW) {
           gemm_rows<G>(R, x + m0 * ldx, ldx, K, bp, c0, pbias + col, c + m0 * ldc + col, ldc, pf, pf_end);
-        } else {  // the last columns: through a stack tile, so nothing past column N is written
-          gemm_rows<G>(R, x + m0 * ldx, ldx, K, bp, c0, pbias + col, tmp, SW, pf, pf_end);
+        } else {  // the last columns: through a stack tile, so nothing past column N is written, and
+                  // only the vectors they need (N = 1024 at W = 16: 16 of the last panel's 48 columns)
+          const float* xr = x + m0 * ldx;
+          if (cols <= W) gemm_rows<G, GMR, 1>(R, xr, ldx, K, bp, c0, pbias + col, tmp, SW, pf, pf_end);
+          else if (cols <= 2 * W) gemm_rows<G, GMR, 2 < GV ? 2 : GV>(R, xr, ldx, K, bp, c0, pbias + col, tmp, SW, pf, pf_end);
+          else gemm_rows<G>(R, xr, ldx, K, bp, c0, pbias + col, tmp, SW, pf, pf_end);
           for (std::size_t r = 0; r < R; ++r) store_cols(c + (m0 + r) * ldc + col, tmp + r * SW, cols);
         }
       }
