@@ -14,6 +14,7 @@
 #include "headsep/safetensors.hpp"
 #include "kernels/attention_simd.hpp"
 #include "kernels/packed_linear.hpp"
+#include "kernels/sigmoid.hpp"  // times_sigmoid: the shared expert's gate
 #include "model/family.hpp"
 
 namespace headsep::model {
@@ -57,13 +58,16 @@ class TableDecoder final : public Decoder {
     const double moe = D * spec_.experts + spec_.experts_per_token * 3 * D * double(spec_.expert_intermediate) +
                        (spec_.shared_intermediate ? 3 * D * double(spec_.shared_intermediate) + D : 0.0);
     double mlp = 0;
-    for (std::uint32_t l = 0; l < shape_.layers; ++l) mlp += !spec_.moe_layer.empty() && spec_.moe_layer[l] ? moe : dense;
-    return D * (Q + 2 * double(kv_width())) + Q * D + mlp / std::max<double>(1, shape_.layers);
+    for (const Layer& L : layers_) mlp += L.moe ? moe : dense;
+    return D * (Q + 2 * double(kv_width())) + Q * D + mlp / std::max<double>(1, double(layers_.size()));
   }
   void load(const FolderWeights& w, WeightDType dtype);
   void norm(SimdLevel level, const Norm& n, const float* in, float* out, std::size_t rows) const;
   void mlp(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const;
   void experts(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const;
+  /// y [n][hidden] = down(silu(gate) · up) of x [n][hidden], `up` = [gate | up] of `width` each: an expert.
+  void swiglu_mlp(const Group& g, const kernels::PackedLinear& up, const kernels::PackedLinear& down, const float* x,
+                  std::size_t n, std::size_t width, float* y, ModelScratch& s) const;
   void qk_norms(const Layer& L, float* qkv, std::size_t T) const;
   void rope(std::size_t l, float* qkv, std::size_t T, const ModelScratch& s) const;
   void copy_kv_heads(float* qkv, std::size_t T) const;
@@ -455,35 +459,34 @@ void TableDecoder::experts(const Group& g, const Layer& L, const float* in, floa
     if (!n) continue;
     rows.resize(n * D);
     for (std::size_t i = 0; i < n; ++i) std::copy_n(xin.data() + routed[e][i].first * D, D, rows.data() + i * D);
-    s.inter.resize(n * 3 * I);
-    float* gu = s.inter.data() + n * I;
-    kernels::project_rows(g.level, rows.data(), D, n, D, L.expert_up[e], 2 * I, gu, 2 * I);
-    s.clock.to(ForwardPart::activation);
-    swiglu_rows(gu, s.inter.data(), n, I);
-    s.clock.to(ForwardPart::products);
     ys.resize(n * D);
-    kernels::project_rows(g.level, s.inter.data(), I, n, I, L.expert_down[e], D, ys.data(), D);
+    swiglu_mlp(g, L.expert_up[e], L.expert_down[e], rows.data(), n, I, ys.data(), s);
     for (std::size_t i = 0; i < n; ++i) {
       float* o = out + routed[e][i].first * D;
       for (std::size_t d = 0; d < D; ++d) o[d] += ys[i * D + d] * routed[e][i].second;
     }
   }
   if (!L.shared_up) return;
-  const std::size_t IS = spec_.shared_intermediate;
   std::vector<float> gate(T);
   kernels::project_rows(g.level, xin.data(), D, T, D, L.shared_gate, 1, gate.data(), 1);
-  s.inter.resize(T * 3 * IS);
-  float* gu = s.inter.data() + T * IS;
-  kernels::project_rows(g.level, xin.data(), D, T, D, L.shared_up, 2 * IS, gu, 2 * IS);
-  s.clock.to(ForwardPart::activation);
-  swiglu_rows(gu, s.inter.data(), T, IS);
-  s.clock.to(ForwardPart::products);
   ys.resize(T * D);
-  kernels::project_rows(g.level, s.inter.data(), IS, T, IS, L.shared_down, D, ys.data(), D);
+  swiglu_mlp(g, L.shared_up, L.shared_down, xin.data(), T, spec_.shared_intermediate, ys.data(), s);
   for (std::size_t t = 0; t < T; ++t) {
-    const float w = 1.0f / (1.0f + std::exp(-gate[t]));
+    const float w = kernels::times_sigmoid(1.0f, gate[t]);
     for (std::size_t d = 0; d < D; ++d) out[t * D + d] += ys[t * D + d] * w;
   }
+}
+
+void TableDecoder::swiglu_mlp(const Group& g, const kernels::PackedLinear& up, const kernels::PackedLinear& down,
+                              const float* x, std::size_t n, std::size_t width, float* y, ModelScratch& s) const {
+  const std::size_t D = shape_.hidden;
+  s.inter.resize(n * 3 * width);
+  float* gu = s.inter.data() + n * width;
+  kernels::project_rows(g.level, x, D, n, D, up, 2 * width, gu, 2 * width);
+  s.clock.to(ForwardPart::activation);
+  swiglu_rows(gu, s.inter.data(), n, width);
+  s.clock.to(ForwardPart::products);
+  kernels::project_rows(g.level, s.inter.data(), width, n, width, down, D, y, D);
 }
 
 void TableDecoder::mlp(const Group& g, const Layer& L, const float* in, float* out, ModelScratch& s) const {
